@@ -1,0 +1,113 @@
+"""The validated configuration of one forecasting job: data -> split -> windows -> model -> training.
+
+Everything downstream is built from this object; defaults live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors, so a typo in a YAML file is reported instead of ignored."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DataConfig(StrictModel):
+    dataset: str | None = Field(None, description="bundled dataset name (see `forecast datasets`)")
+    path: str | None = Field(None, description="CSV or Parquet file; overrides the dataset's file")
+    time_column: str | None = None
+    target: str | None = None
+    covariates: list[str] = Field(default_factory=list, description="past covariate columns")
+    frequency: str | None = Field(None, description="pandas offset alias; inferred when empty")
+    fill: Literal["interpolate", "ffill"] | None = None
+    duplicates: Literal["first", "last", "mean"] | None = None
+    calendar_features: bool = Field(False, description="sin/cos hour, weekday, day of year")
+
+    @model_validator(mode="after")
+    def _needs_a_source(self) -> DataConfig:
+        if self.dataset is None and self.path is None:
+            raise ValueError("data: give either `dataset` (a bundled name) or `path` (a file)")
+        if self.dataset is None and (self.time_column is None or self.target is None):
+            raise ValueError("data: a file given by `path` needs `time_column` and `target`")
+        return self
+
+
+class SplitConfig(StrictModel):
+    """Chronological split by fractions, or by dates when ``val_start``/``test_start`` are set."""
+
+    train: float = Field(0.7, gt=0, lt=1)
+    val: float = Field(0.15, gt=0, lt=1)
+    test: float = Field(0.15, gt=0, lt=1)
+    val_start: datetime | None = None
+    test_start: datetime | None = None
+    end: datetime | None = Field(None, description="first timestamp not used (dates mode)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SplitConfig:
+        if (self.val_start is None) != (self.test_start is None):
+            raise ValueError("split: set both val_start and test_start, or neither")
+        if self.val_start is None and abs(self.train + self.val + self.test - 1.0) > 1e-6:
+            raise ValueError("split: train + val + test must sum to 1")
+        if self.val_start is not None and self.test_start <= self.val_start:
+            raise ValueError("split: test_start must come after val_start")
+        return self
+
+
+class WindowConfig(StrictModel):
+    lookback: int = Field(96, ge=1, description="L: past steps the model sees")
+    horizon: int = Field(24, ge=1, description="H: future steps it forecasts")
+    stride: int = Field(1, ge=1, description="step between training windows")
+
+
+class ModelConfig(StrictModel):
+    architecture: Literal["many_to_one", "seq2seq"] = "many_to_one"
+    cell: Literal["rnn", "lstm", "gru"] = "lstm"
+    hidden_size: int = Field(64, ge=1)
+    layers: int = Field(2, ge=1)
+    dropout: float = Field(0.1, ge=0, lt=1)
+    bidirectional: bool = False
+    attention: Literal["none", "bahdanau"] = "bahdanau"
+    level_norm: Literal["none", "last", "mean"] = Field(
+        "last", description="forecast relative to the window's last value or mean (RevIN/NLinear)"
+    )
+    teacher_forcing: float = Field(0.5, ge=0, le=1, description="seq2seq: start ratio")
+    teacher_forcing_decay: float = Field(0.9, ge=0, le=1, description="multiplied in per epoch")
+
+    @property
+    def family(self) -> str:
+        """Short readable name: ``lstm``, ``bi-gru``, ``seq2seq-gru-bahdanau``."""
+        cell = f"bi-{self.cell}" if self.bidirectional else self.cell
+        if self.architecture == "seq2seq":
+            return f"seq2seq-{cell}-{self.attention}"
+        return cell
+
+
+class TrainConfig(StrictModel):
+    epochs: int = Field(20, ge=1)
+    batch_size: int = Field(64, ge=1)
+    learning_rate: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(1e-4, ge=0)
+    loss: Literal["mse", "mae", "huber"] = "mse"
+    lr_schedule: Literal["none", "cosine", "plateau"] = "cosine"
+    gradient_clip: float = Field(1.0, ge=0, description="max gradient norm; 0 disables")
+    patience: int = Field(5, ge=1, description="early stopping on val loss")
+    limit_train_batches: int | None = Field(None, ge=1, description="cap batches per epoch")
+    seed: int = 42
+    accelerator: str = "auto"
+    devices: int | str = 1
+    num_nodes: int = Field(1, ge=1)
+    strategy: str = "auto"
+    progress_bar: bool = True
+
+
+class ForecastConfig(StrictModel):
+    data: DataConfig
+    split: SplitConfig = Field(default_factory=SplitConfig)
+    window: WindowConfig = Field(default_factory=WindowConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)

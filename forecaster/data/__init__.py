@@ -1,0 +1,1 @@
+"""Loading, splitting, scaling and windowing of time series."""

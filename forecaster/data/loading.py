@@ -1,0 +1,232 @@
+"""Strict loading of a time series from CSV or Parquet.
+
+Every defect (missing column, bad timestamp, duplicate, unsorted row, non-number, NaN, gap) stops
+the load with a message naming the file, column and first offending row or timestamp. Defects are
+repaired only under an explicit policy, and each repair is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from forecaster.data.frequency import infer_frequency, is_business_day
+from forecaster.errors import DataError
+
+FillPolicy = Literal["interpolate", "ffill"]
+DuplicatePolicy = Literal["first", "last", "mean"]
+
+
+@dataclass
+class LoadedSeries:
+    """A clean, regular, sorted frame: index = timestamps, columns = [target, *covariates]."""
+
+    frame: pd.DataFrame
+    target: str
+    covariates: list[str]
+    frequency: str
+    source: str
+    sha256: str
+    repairs: list[str] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        return [self.target, *self.covariates]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load_series(
+    path: str | Path,
+    time_column: str,
+    target: str,
+    covariates: list[str] | tuple[str, ...] = (),
+    frequency: str | None = None,
+    fill: FillPolicy | None = None,
+    duplicates: DuplicatePolicy | None = None,
+) -> LoadedSeries:
+    """Load ``target`` (and ``covariates``) indexed by ``time_column``; raise DataError on defects."""
+    path = Path(path)
+    raw = _read_table(path)
+    columns = [target, *[c for c in covariates if c != target]]
+    _check_columns(raw, path, [time_column, *columns])
+    times = _parse_times(raw[time_column], path, time_column)
+    values = pd.DataFrame({c: _parse_numbers(raw[c], path, c) for c in columns})
+    values.index = pd.DatetimeIndex(times, name=time_column)
+    _check_sorted(values.index, path, time_column)
+    repairs: list[str] = []
+    values = _resolve_duplicates(values, path, time_column, duplicates, repairs)
+    freq = frequency or infer_frequency(values.index)
+    values = _regularise(values, path, time_column, freq, fill, repairs)
+    _check_nans(values, path, fill, repairs)
+    if fill is not None:
+        values = _fill(values, fill)
+    return LoadedSeries(
+        frame=values.astype(np.float64),
+        target=target,
+        covariates=columns[1:],
+        frequency=freq,
+        source=str(path),
+        sha256=file_sha256(path),
+        repairs=repairs,
+    )
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    try:
+        if path.suffix.lower() in {".parquet", ".pq"}:
+            return pd.read_parquet(path)
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except Exception as exc:  # pandas raises many types; the user needs the file and the reason
+        raise DataError(f"{path}: cannot be read as a table ({exc})") from None
+
+
+def _check_columns(raw: pd.DataFrame, path: Path, needed: list[str]) -> None:
+    missing = [c for c in needed if c not in raw.columns]
+    if missing:
+        available = ", ".join(map(str, raw.columns))
+        raise DataError(f"{path}: column(s) {missing} not found; available columns: {available}")
+
+
+def _row(position: int) -> str:
+    """Human row number: 1 is the first data row (line 2 of a CSV with a header)."""
+    return f"row {position + 1}"
+
+
+def _parse_times(column: pd.Series, path: Path, name: str) -> pd.DatetimeIndex:
+    text = column.astype(str).str.strip()
+    parsed = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
+    bad = np.flatnonzero(parsed.isna().to_numpy())
+    if len(bad):
+        first = bad[0]
+        raise DataError(
+            f"{path}: column {name!r}, {_row(first)}: cannot parse timestamp {column.iloc[first]!r}"
+            f" ({len(bad)} unparseable in total)"
+        )
+    return pd.DatetimeIndex(parsed).tz_convert(None)  # UTC, naive: one clock for the whole series
+
+
+def _parse_numbers(column: pd.Series, path: Path, name: str) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(column):
+        return column.astype(np.float64).reset_index(drop=True)
+    text = column.astype(str).str.strip()
+    blank = text.isin(["", "nan", "NaN", "NA", "null", "None"])
+    numbers = pd.to_numeric(text.where(~blank), errors="coerce")
+    bad = np.flatnonzero((numbers.isna() & ~blank).to_numpy())
+    if len(bad):
+        first = bad[0]
+        raise DataError(
+            f"{path}: column {name!r}, {_row(first)}: {column.iloc[first]!r} is not a number"
+        )
+    return numbers.astype(np.float64).reset_index(drop=True)
+
+
+def _check_sorted(index: pd.DatetimeIndex, path: Path, name: str) -> None:
+    backwards = np.flatnonzero(index[1:] < index[:-1])
+    if len(backwards):
+        i = backwards[0] + 1
+        raise DataError(
+            f"{path}: column {name!r}, {_row(i)}: timestamp {index[i]} comes before the previous "
+            f"row's {index[i - 1]}; sort the file by time"
+        )
+
+
+def _resolve_duplicates(
+    values: pd.DataFrame,
+    path: Path,
+    name: str,
+    policy: DuplicatePolicy | None,
+    repairs: list[str],
+) -> pd.DataFrame:
+    dupes = values.index.duplicated(keep=False)
+    if not dupes.any():
+        return values
+    positions = np.flatnonzero(dupes)
+    stamps = values.index[positions].unique()
+    if policy is None:
+        rows = ", ".join(_row(p) for p in positions[:2])
+        raise DataError(
+            f"{path}: column {name!r}: duplicate timestamp {stamps[0]} ({rows}); "
+            f"{len(stamps)} duplicated timestamp(s) in total; choose a duplicates policy "
+            "(first, last, mean)"
+        )
+    grouped = values.groupby(level=0, sort=False)
+    resolved = grouped.mean() if policy == "mean" else grouped.nth(0 if policy == "first" else -1)
+    repairs.append(f"{len(stamps)} duplicated timestamp(s) resolved by {policy!r}: {stamps[0]}")
+    return resolved
+
+
+def _regularise(
+    values: pd.DataFrame,
+    path: Path,
+    name: str,
+    freq: str,
+    fill: FillPolicy | None,
+    repairs: list[str],
+) -> pd.DataFrame:
+    """Put the series on its frequency's grid; missing steps are an error unless a fill policy is
+    given. Business-day series skip the check: a weekday without a row is a market holiday."""
+    if is_business_day(freq):
+        return values
+    try:
+        grid = pd.date_range(values.index[0], values.index[-1], freq=freq)
+    except ValueError as exc:
+        raise DataError(f"{path}: frequency {freq!r} is not valid ({exc})") from None
+    off_grid = values.index.difference(grid)
+    if len(off_grid):
+        raise DataError(
+            f"{path}: column {name!r}: timestamp {off_grid[0]} is off the {freq!r} grid "
+            f"starting at {values.index[0]} ({len(off_grid)} in total)"
+        )
+    missing = grid.difference(values.index)
+    if len(missing) == 0:
+        return values
+    if fill is None:
+        raise DataError(
+            f"{path}: column {name!r}: {len(missing)} missing {freq!r} step(s), first at "
+            f"{missing[0]}; choose a fill policy (interpolate, ffill)"
+        )
+    repairs.append(f"{len(missing)} missing step(s) filled by {fill!r}, first at {missing[0]}")
+    return values.reindex(grid).rename_axis(name)
+
+
+def _check_nans(
+    values: pd.DataFrame, path: Path, fill: FillPolicy | None, repairs: list[str]
+) -> None:
+    for column in values.columns:
+        nan_at = np.flatnonzero(values[column].isna().to_numpy())
+        if not len(nan_at):
+            continue
+        if fill is None:
+            raise DataError(
+                f"{path}: column {column!r}: missing value (NaN) at {values.index[nan_at[0]]} "
+                f"({len(nan_at)} in total); choose a fill policy (interpolate, ffill)"
+            )
+        if fill == "ffill" and nan_at[0] == 0:
+            raise DataError(
+                f"{path}: column {column!r}: the first value ({values.index[0]}) is missing and "
+                "cannot be forward-filled; use interpolate or trim the file"
+            )
+        repairs.append(
+            f"column {column!r}: {len(nan_at)} missing value(s) filled by {fill!r}, "
+            f"first at {values.index[nan_at[0]]}"
+        )
+
+
+def _fill(values: pd.DataFrame, fill: FillPolicy) -> pd.DataFrame:
+    if fill == "interpolate":
+        return values.interpolate(method="time", limit_direction="both")
+    return values.ffill()

@@ -1,0 +1,60 @@
+"""Score a predictor against the baselines on the same windows, in original units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from forecaster.baselines import baseline_forecasts
+from forecaster.data.datamodule import PreparedSeries
+from forecaster.data.frequency import seasonal_period
+from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
+from forecaster.predictor import Predictor
+
+MODEL = "model"
+
+
+@dataclass
+class Evaluation:
+    split: str
+    windows: int
+    metrics: dict[str, dict[str, float]]  # forecaster name -> metric -> value
+    per_step_mae: dict[str, np.ndarray]  # forecaster name -> (H,)
+    forecasts: dict[str, np.ndarray]  # forecaster name -> (N, H)
+    actual: np.ndarray  # (N, H)
+    past_target: np.ndarray  # (N, L)
+    future_times: np.ndarray  # (N, H)
+    attention: np.ndarray | None  # (N, H, L) for attention models
+
+    def skill(self, metric: str = "mae", baseline: str = "naive") -> float:
+        """1 - model/baseline: > 0 means the model beats the baseline."""
+        return 1.0 - self.metrics[MODEL][metric] / self.metrics[baseline][metric]
+
+
+def evaluate(predictor: Predictor, prepared: PreparedSeries, split: str = "test") -> Evaluation:
+    windows = prepared.windows(split)  # raw units, every window (stride 1)
+    past = windows.past()  # (N, L, F)
+    actual = windows.target()  # (N, H)
+    times = windows.past_times() if predictor.uses_calendar else None
+    prediction = predictor.predict(past, times, return_attention=True)
+    past_target = past[:, :, 0]  # (N, L)
+    period = seasonal_period(prepared.series.frequency)
+    forecasts = {
+        MODEL: prediction.mean,
+        **baseline_forecasts(past_target, windows.horizon, period),
+    }
+    train_target = prepared.series.frame.iloc[: prepared.borders.train_end, 0].to_numpy()
+    scale = seasonal_naive_scale(train_target, period)
+    last = past_target[:, -1]
+    return Evaluation(
+        split=split,
+        windows=len(windows),
+        metrics={name: all_metrics(actual, f, last, scale) for name, f in forecasts.items()},
+        per_step_mae={name: per_step_mae(actual, f) for name, f in forecasts.items()},
+        forecasts=forecasts,
+        actual=actual,
+        past_target=past_target,
+        future_times=windows.future_times(),
+        attention=prediction.attention,
+    )

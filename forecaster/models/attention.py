@@ -1,0 +1,29 @@
+"""Bahdanau (additive) attention: e_{t,i} = v^T tanh(W s_{t-1} + U h_i), alpha = softmax(e)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class BahdanauAttention(nn.Module):
+    def __init__(self, query_size: int, key_size: int, attention_size: int) -> None:
+        super().__init__()
+        self.query_projection = nn.Linear(query_size, attention_size, bias=False)  # W
+        self.key_projection = nn.Linear(key_size, attention_size)  # U (and the bias)
+        self.score = nn.Linear(attention_size, 1, bias=False)  # v
+
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """U h_i for every encoder state, computed once per sequence, not once per decoder step."""
+        return self.key_projection(keys)  # (B, L, A)
+
+    def forward(
+        self,
+        query: torch.Tensor,  # (B, Q): decoder state s_{t-1}
+        keys: torch.Tensor,  # (B, L, K): encoder states h_i
+        projected_keys: torch.Tensor,  # (B, L, A)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        energy = torch.tanh(self.query_projection(query).unsqueeze(1) + projected_keys)  # (B,L,A)
+        weights = torch.softmax(self.score(energy).squeeze(-1), dim=-1)  # (B, L), sums to 1
+        context = torch.bmm(weights.unsqueeze(1), keys).squeeze(1)  # (B, K)
+        return context, weights

@@ -1,0 +1,31 @@
+"""Build the configured network for given input sizes."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from forecaster.config import ModelConfig
+from forecaster.models.level import LevelNormalized
+from forecaster.models.recurrent import RecurrentForecaster
+from forecaster.models.seq2seq import Seq2SeqForecaster
+
+
+def build_network(
+    config: ModelConfig, series_features: int, calendar_features: int, horizon: int
+) -> nn.Module:
+    """``series_features`` F (target first) plus ``calendar_features`` K make the input width."""
+    common = dict(
+        input_size=series_features + calendar_features,
+        horizon=horizon,
+        future_size=calendar_features,
+        cell=config.cell,
+        hidden_size=config.hidden_size,
+        layers=config.layers,
+        dropout=config.dropout,
+        bidirectional=config.bidirectional,
+    )
+    if config.architecture == "seq2seq":
+        core = Seq2SeqForecaster(**common, attention=config.attention)
+    else:
+        core = RecurrentForecaster(**common)
+    return LevelNormalized(core, config.level_norm, series_features)

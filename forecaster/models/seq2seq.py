@@ -1,0 +1,113 @@
+"""Seq2seq encoder-decoder, with or without Bahdanau attention.
+
+Without attention the decoder sees one fixed context vector (the encoder's final state): the
+bottleneck the textbooks describe. With attention each decoder step scores every encoder state.
+The decoder feeds back its own previous output (teacher forcing may replace it during training).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from forecaster.models.attention import BahdanauAttention
+from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
+from forecaster.models.output import Forecast
+
+State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+
+
+class StateBridge(nn.Module):
+    """Encoder final state (layers*D, B, hidden) -> decoder initial state (layers, B, hidden)."""
+
+    def __init__(self, layers: int, directions: int, hidden_size: int) -> None:
+        super().__init__()
+        self.layers, self.directions = layers, directions
+        self.project = nn.Linear(directions * hidden_size, hidden_size)
+
+    def forward(self, h_n: torch.Tensor) -> torch.Tensor:
+        batch, hidden = h_n.shape[1], h_n.shape[2]
+        h = h_n.view(self.layers, self.directions, batch, hidden)  # (layers, D, B, hidden)
+        h = h.permute(0, 2, 1, 3).reshape(self.layers, batch, self.directions * hidden)
+        return torch.tanh(self.project(h))  # (layers, B, hidden)
+
+
+class Seq2SeqForecaster(nn.Module):
+    def __init__(
+        self,
+        input_size: int,
+        horizon: int,
+        future_size: int = 0,
+        cell: str = "gru",
+        hidden_size: int = 64,
+        layers: int = 2,
+        dropout: float = 0.1,
+        bidirectional: bool = False,
+        attention: str = "bahdanau",
+    ) -> None:
+        super().__init__()
+        self.horizon = horizon
+        self.layers = layers
+        self.directions = 2 if bidirectional else 1
+        self.is_lstm = cell == "lstm"
+        context_size = self.directions * hidden_size
+        self.encoder = recurrent_layer(
+            cell, input_size, hidden_size, layers, dropout, bidirectional
+        )
+        self.bridge_h = StateBridge(layers, self.directions, hidden_size)
+        self.bridge_c = StateBridge(layers, self.directions, hidden_size) if self.is_lstm else None
+        self.attention = (
+            BahdanauAttention(hidden_size, context_size, hidden_size)
+            if attention == "bahdanau"
+            else None
+        )
+        decoder_input = 1 + future_size + context_size  # previous y, calendar, context
+        self.decoder = recurrent_layer(cell, decoder_input, hidden_size, layers, dropout, False)
+        self.output = nn.Linear(hidden_size + context_size, 1)
+
+    def _initial_state(self, state: State) -> State:
+        if self.is_lstm:
+            h_n, c_n = state
+            return self.bridge_h(h_n).contiguous(), self.bridge_c(c_n).contiguous()
+        return self.bridge_h(state).contiguous()
+
+    def forward(
+        self,
+        past: torch.Tensor,  # (B, L, F), target in channel 0
+        future: torch.Tensor | None = None,  # (B, H, K)
+        target: torch.Tensor | None = None,  # (B, H): for teacher forcing during training
+        teacher_forcing: float = 0.0,
+    ) -> Forecast:
+        encoded, enc_state = self.encoder(past)  # (B, L, D*hidden), h_n: (layers*D, B, hidden)
+        fixed_context = last_layer(hidden_of(enc_state), self.layers, self.directions)  # (B, C)
+        keys = self.attention.project_keys(encoded) if self.attention else None  # (B, L, A)
+        state = self._initial_state(enc_state)  # (layers, B, hidden)
+        y_prev = past[:, -1, :1]  # (B, 1): last observed target
+        steps, weights = [], []
+        for t in range(self.horizon):
+            if self.attention is None:
+                context = fixed_context  # (B, C)
+            else:
+                query = hidden_of(state)[-1]  # (B, hidden): s_{t-1}, top decoder layer
+                context, alpha = self.attention(query, encoded, keys)  # (B, C), (B, L)
+                weights.append(alpha)
+            parts = [y_prev, context] if future is None else [y_prev, future[:, t], context]
+            step_in = torch.cat(parts, dim=-1).unsqueeze(1)  # (B, 1, 1+K+C)
+            out, state = self.decoder(step_in, state)  # (B, 1, hidden)
+            y = self.output(torch.cat([out.squeeze(1), context], dim=-1))  # (B, 1)
+            steps.append(y)
+            y_prev = self._next_input(y, target, t, teacher_forcing)
+        forecast = torch.cat(steps, dim=1)  # (B, H)
+        attention = torch.stack(weights, dim=1) if weights else None  # (B, H, L)
+        return Forecast(mean=forecast, attention=attention)
+
+    @staticmethod
+    def _next_input(
+        y: torch.Tensor, target: torch.Tensor | None, t: int, ratio: float
+    ) -> torch.Tensor:
+        """Scheduled sampling: per series, the true value with probability ``ratio``."""
+        if target is None or ratio <= 0.0:
+            return y
+        truth = target[:, t : t + 1]  # (B, 1)
+        use_truth = torch.rand_like(truth) < ratio
+        return torch.where(use_truth, truth, y)

@@ -1,0 +1,85 @@
+"""The one LightningModule: wraps any network, one shared step for train/val/test."""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+from torch import nn
+
+LOSSES = {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}
+
+
+class ForecastModule(pl.LightningModule):
+    def __init__(
+        self,
+        network: nn.Module,
+        loss: str = "mse",
+        learning_rate: float = 1e-3,
+        weight_decay: float = 1e-4,
+        lr_schedule: str = "cosine",
+        max_epochs: int = 20,
+        teacher_forcing: float = 0.0,
+        teacher_forcing_decay: float = 1.0,
+        target_scale: float = 1.0,
+    ) -> None:
+        """``target_scale`` (the target's training std) turns scaled MAE into original units."""
+        super().__init__()
+        self.save_hyperparameters(ignore=["network"])
+        self.network = network
+        self.loss_fn = LOSSES[loss]()
+        self.teacher_forcing_ratio = teacher_forcing
+
+    def forward(self, past, future=None, target=None, teacher_forcing: float = 0.0):
+        return self.network(past, future, target, teacher_forcing)
+
+    def on_train_epoch_start(self) -> None:
+        """Scheduled sampling: rely less on the true previous value as training goes on."""
+        hp = self.hparams
+        self.teacher_forcing_ratio = (
+            hp.teacher_forcing * hp.teacher_forcing_decay**self.current_epoch
+        )
+        self.log("teacher_forcing", self.teacher_forcing_ratio, on_step=False, on_epoch=True)
+
+    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+        training = stage == "train"
+        target = batch["target"]  # (B, H)
+        out = self.network(
+            batch["past"],
+            batch.get("future"),
+            target if training else None,
+            self.teacher_forcing_ratio if training else 0.0,
+        )
+        loss = self.loss_fn(out.mean, target)
+        mae = (out.mean - target).abs().mean() * self.hparams.target_scale
+        self.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
+        self.log(
+            f"{stage}_mae", mae, on_step=False, on_epoch=True, prog_bar=not training, sync_dist=True
+        )
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        return self._step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        return self._step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        return self._step(batch, "test")
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        optimizer = torch.optim.AdamW(
+            self.parameters(), lr=hp.learning_rate, weight_decay=hp.weight_decay
+        )
+        if hp.lr_schedule == "cosine":
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=hp.max_epochs)
+            return {"optimizer": optimizer, "lr_scheduler": scheduler}
+        if hp.lr_schedule == "plateau":
+            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+                optimizer, factor=0.5, patience=2
+            )
+            return {
+                "optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"},
+            }
+        return optimizer

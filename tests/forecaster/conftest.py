@@ -1,0 +1,22 @@
+import pytest
+
+from forecaster.config import ModelConfig
+
+NETWORKS = {
+    "rnn": dict(cell="rnn"),
+    "lstm": dict(cell="lstm"),
+    "gru": dict(cell="gru"),
+    "bi-rnn": dict(cell="rnn", bidirectional=True),
+    "bi-lstm": dict(cell="lstm", bidirectional=True),
+    "bi-gru": dict(cell="gru", bidirectional=True),
+    "seq2seq": dict(architecture="seq2seq", cell="gru", attention="none"),
+    "seq2seq-attention": dict(architecture="seq2seq", cell="lstm", attention="bahdanau"),
+    "seq2seq-bi-attention": dict(
+        architecture="seq2seq", cell="gru", attention="bahdanau", bidirectional=True
+    ),
+}
+
+
+@pytest.fixture(params=sorted(NETWORKS))
+def model_config(request) -> ModelConfig:
+    return ModelConfig(hidden_size=16, layers=2, dropout=0.0, **NETWORKS[request.param])

@@ -1,0 +1,125 @@
+"""Strict loading: every defect gets its own message naming file, column and row/timestamp."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from forecaster.data.datasets import DATASETS, get_dataset
+from forecaster.data.loading import load_series
+from forecaster.errors import DataError
+
+
+def write(tmp_path: Path, text: str, name: str = "series.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+GOOD = (
+    "t,y,x\n2024-01-01 00:00,1.0,5\n2024-01-01 01:00,2.0,6\n2024-01-01 02:00,3.0,7\n"
+    "2024-01-01 03:00,4.0,8\n"
+)
+
+
+def test_clean_file_loads_with_inferred_frequency(tmp_path):
+    series = load_series(write(tmp_path, GOOD), "t", "y", ["x"])
+    assert series.frequency == "h"
+    assert series.columns == ["y", "x"]
+    assert series.frame["y"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert len(series.sha256) == 64
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD.replace("2024-01-01 02:00", "not-a-date"), ["column 't'", "row 3", "not-a-date"]),
+        (GOOD.replace("3.0", "abc"), ["column 'y'", "row 3", "'abc' is not a number"]),
+        (GOOD.replace("02:00", "01:00"), ["duplicate timestamp 2024-01-01 01:00:00", "row 2"]),
+        (
+            "t,y\n2024-01-01 00:00,1\n2024-01-01 02:00,2\n2024-01-01 01:00,3\n2024-01-01 03:00,4\n",
+            ["row 3", "comes before", "sort"],
+        ),
+        (GOOD.replace("3.0", ""), ["column 'y'", "NaN", "2024-01-01 02:00:00"]),
+        (
+            "t,y\n2024-01-01 00:00,1\n2024-01-01 01:00,2\n2024-01-01 02:00,2\n"
+            "2024-01-01 05:00,3\n2024-01-01 06:00,3\n",
+            ["2 missing 'h' step(s)", "2024-01-01 03:00:00", "fill policy"],
+        ),
+    ],
+    ids=["timestamp", "non-numeric", "duplicate", "unsorted", "nan", "gap"],
+)
+def test_each_defect_is_named(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(DataError) as error:
+        load_series(path, "t", "y")
+    message = str(error.value)
+    assert str(path) in message
+    for fragment in expected:
+        assert fragment in message
+
+
+def test_missing_file_and_missing_column(tmp_path):
+    with pytest.raises(DataError, match="file not found"):
+        load_series(tmp_path / "nope.csv", "t", "y")
+    with pytest.raises(DataError, match=r"\['z'\] not found; available columns: t, y, x"):
+        load_series(write(tmp_path, GOOD), "t", "y", ["z"])
+
+
+def test_policies_repair_and_report(tmp_path):
+    text = (
+        "t,y\n2024-01-01 00:00,1\n2024-01-01 01:00,3\n2024-01-01 01:00,5\n"
+        "2024-01-01 03:00,8\n2024-01-01 04:00,\n2024-01-01 05:00,9\n"
+    )
+    series = load_series(write(tmp_path, text), "t", "y", fill="interpolate", duplicates="mean")
+    assert series.frame["y"].tolist() == [1.0, 4.0, 6.0, 8.0, 8.5, 9.0]
+    assert any("duplicated" in r for r in series.repairs)
+    assert any("missing step" in r for r in series.repairs)
+    first = load_series(write(tmp_path, text), "t", "y", fill="ffill", duplicates="first")
+    assert first.frame["y"].tolist() == [1.0, 3.0, 3.0, 8.0, 8.0, 9.0]
+
+
+def test_parquet_is_read(tmp_path):
+    frame = pd.DataFrame(
+        {"t": pd.date_range("2024-01-01", periods=5, freq="D"), "y": [1.0, 2, 3, 4, 5]}
+    )
+    path = tmp_path / "s.parquet"
+    frame.to_parquet(path)
+    assert load_series(path, "t", "y").frequency == "D"
+
+
+def test_sea_temp_strict_load_names_its_real_defects():
+    spec = get_dataset("sea-temp")
+    with pytest.raises(DataError, match="duplicate timestamp 2017-03-21 16:30:00"):
+        load_series(spec.path, spec.time_column, spec.target)
+    with pytest.raises(DataError, match="24 missing '30min' step.*2016-06-14 13:30:00"):
+        load_series(spec.path, spec.time_column, spec.target, duplicates="mean")
+
+
+def test_trading_days_with_holidays_are_not_gaps():
+    spec = get_dataset("ibm")
+    series = load_series(spec.path, spec.time_column, spec.target, spec.covariates)
+    assert series.frequency == "B"
+    assert len(series.frame) == 3270
+    assert series.columns == ["Close", "Open", "High", "Low", "Volume"]
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_every_bundled_dataset_loads_with_its_policies(name):
+    spec = DATASETS[name]
+    series = load_series(
+        spec.path,
+        spec.time_column,
+        spec.target,
+        spec.covariates,
+        spec.frequency,
+        spec.fill,
+        spec.duplicates,
+    )
+    assert not series.frame.isna().any().any()
+    assert series.frame.index.is_monotonic_increasing and series.frame.index.is_unique
+
+
+def test_unknown_dataset_lists_known_ones():
+    with pytest.raises(DataError, match="unknown dataset 'nope'.*etth1"):
+        get_dataset("nope")

@@ -1,0 +1,108 @@
+"""Every network: shapes, learning one batch, determinism, attention weights, save/load."""
+
+import numpy as np
+import pytest
+import torch
+
+from forecaster.config import ForecastConfig
+from forecaster.data.scaling import StandardScaler
+from forecaster.models import build_network
+from forecaster.predictor import Predictor
+
+B, L, H, F, K = 8, 12, 5, 3, 4
+
+
+def batch(seed: int = 0, calendar: bool = True):
+    g = torch.Generator().manual_seed(seed)
+    past = torch.randn(B, L, F + (K if calendar else 0), generator=g)
+    future = torch.randn(B, H, K, generator=g) if calendar else None
+    target = torch.randn(B, H, generator=g)
+    return past, future, target
+
+
+@pytest.mark.parametrize("calendar", [False, True])
+def test_output_shapes(model_config, calendar):
+    network = build_network(model_config, F, K if calendar else 0, H)
+    past, future, target = batch(calendar=calendar)
+    out = network(past, future)
+    assert out.mean.shape == (B, H)
+    if model_config.architecture == "seq2seq" and model_config.attention == "bahdanau":
+        assert out.attention.shape == (B, H, L)
+    else:
+        assert out.attention is None
+
+
+def test_attention_weights_are_a_distribution_over_encoder_positions():
+    from forecaster.config import ModelConfig
+
+    config = ModelConfig(architecture="seq2seq", attention="bahdanau", hidden_size=16)
+    out = build_network(config, F, K, H)(*batch()[:2])
+    assert (out.attention >= 0).all()
+    torch.testing.assert_close(out.attention.sum(-1), torch.ones(B, H))
+
+
+def test_overfits_one_small_batch(model_config):
+    torch.manual_seed(0)
+    network = build_network(model_config, F, K, H)
+    past, future, target = batch()
+    optimizer = torch.optim.Adam(network.parameters(), lr=1e-2)
+    first = None
+    for _ in range(150):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(network(past, future, target, 0.5).mean, target)
+        loss.backward()
+        optimizer.step()
+        first = first if first is not None else loss.item()
+    network.eval()
+    final = torch.nn.functional.mse_loss(network(past, future).mean, target).item()
+    assert final < 0.1 * first, (first, final)
+
+
+def test_same_seed_same_output(model_config):
+    outputs = []
+    for _ in range(2):
+        torch.manual_seed(123)
+        network = build_network(model_config, F, K, H).eval()
+        outputs.append(network(*batch()[:2]).mean)
+    torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=0)
+
+
+def test_save_load_gives_the_same_numbers(model_config, tmp_path):
+    config = ForecastConfig.model_validate(
+        {
+            "data": {
+                "path": "x.csv",
+                "time_column": "t",
+                "target": "y",
+                "calendar_features": False,
+            },
+            "window": {"lookback": L, "horizon": H},
+            "model": model_config.model_dump(),
+        }
+    )
+    torch.manual_seed(0)
+    network = build_network(config.model, F, 0, H)
+    scaler = StandardScaler(mean=np.array([10.0, 0.0, 5.0]), std=np.array([2.0, 1.0, 3.0]))
+    predictor = Predictor(network, config, scaler, ["y", "a", "b"], "h")
+    windows = np.random.default_rng(0).normal(10, 2, size=(6, L + 3, F))  # longer than L: cut
+    before = predictor.predict(windows, return_attention=True)
+    loaded = Predictor.load(predictor.save(tmp_path / "model"))
+    after = loaded.predict(windows, return_attention=True)
+    np.testing.assert_array_equal(before.mean, after.mean)
+    if before.attention is not None:
+        np.testing.assert_array_equal(before.attention, after.attention)
+    with pytest.raises(ValueError, match="at least 12 steps"):
+        predictor.predict(windows[:, :4])
+
+
+def test_teacher_forcing_changes_training_output_only_for_seq2seq():
+    from forecaster.config import ModelConfig
+
+    config = ModelConfig(architecture="seq2seq", attention="none", hidden_size=16, dropout=0.0)
+    torch.manual_seed(0)
+    network = build_network(config, F, 0, H)
+    past, _, target = batch(calendar=False)
+    free = network(past).mean
+    forced = network(past, None, target, teacher_forcing=1.0).mean
+    assert torch.equal(free[:, 0], forced[:, 0])  # step 1 has no previous prediction to replace
+    assert not torch.allclose(free[:, 1:], forced[:, 1:])
