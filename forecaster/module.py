@@ -35,9 +35,7 @@ class ForecastModule(pl.LightningModule):
     def on_train_epoch_start(self) -> None:
         """Scheduled sampling: rely less on the true previous value as training goes on."""
         hp = self.hparams
-        self.teacher_forcing_ratio = (
-            hp.teacher_forcing * hp.teacher_forcing_decay**self.current_epoch
-        )
+        self.teacher_forcing_ratio = hp.teacher_forcing * hp.teacher_forcing_decay**self.current_epoch
         self.log("teacher_forcing", self.teacher_forcing_ratio, on_step=False, on_epoch=True)
 
     def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
@@ -52,9 +50,7 @@ class ForecastModule(pl.LightningModule):
         loss = self.loss_fn(out.mean, target)
         mae = (out.mean - target).abs().mean() * self.hparams.target_scale
         self.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
-        self.log(
-            f"{stage}_mae", mae, on_step=False, on_epoch=True, prog_bar=not training, sync_dist=True
-        )
+        self.log(f"{stage}_mae", mae, on_step=False, on_epoch=True, prog_bar=not training, sync_dist=True)
         return loss
 
     def training_step(self, batch, batch_idx):
@@ -68,16 +64,12 @@ class ForecastModule(pl.LightningModule):
 
     def configure_optimizers(self):
         hp = self.hparams
-        optimizer = torch.optim.AdamW(
-            self.parameters(), lr=hp.learning_rate, weight_decay=hp.weight_decay
-        )
+        optimizer = torch.optim.AdamW(self.parameters(), lr=hp.learning_rate, weight_decay=hp.weight_decay)
         if hp.lr_schedule == "cosine":
             scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=hp.max_epochs)
             return {"optimizer": optimizer, "lr_scheduler": scheduler}
         if hp.lr_schedule == "plateau":
-            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-                optimizer, factor=0.5, patience=2
-            )
+            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=2)
             return {
                 "optimizer": optimizer,
                 "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"},

@@ -86,9 +86,7 @@ class ForecastDataModule(pl.LightningDataModule):
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         dataset = WindowDataset(self.prepared.windows(split, scaled=True))
-        return DataLoader(
-            dataset, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers
-        )
+        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)

@@ -128,9 +128,7 @@ def _parse_numbers(column: pd.Series, path: Path, name: str) -> pd.Series:
     bad = np.flatnonzero((numbers.isna() & ~blank).to_numpy())
     if len(bad):
         first = bad[0]
-        raise DataError(
-            f"{path}: column {name!r}, {_row(first)}: {column.iloc[first]!r} is not a number"
-        )
+        raise DataError(f"{path}: column {name!r}, {_row(first)}: {column.iloc[first]!r} is not a number")
     return numbers.astype(np.float64).reset_index(drop=True)
 
 
@@ -203,9 +201,7 @@ def _regularise(
     return values.reindex(grid).rename_axis(name)
 
 
-def _check_nans(
-    values: pd.DataFrame, path: Path, fill: FillPolicy | None, repairs: list[str]
-) -> None:
+def _check_nans(values: pd.DataFrame, path: Path, fill: FillPolicy | None, repairs: list[str]) -> None:
     for column in values.columns:
         nan_at = np.flatnonzero(values[column].isna().to_numpy())
         if not len(nan_at):

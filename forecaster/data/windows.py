@@ -73,9 +73,7 @@ class WindowDataset(Dataset):
     def __init__(self, windows: SeriesWindows) -> None:
         self.values = torch.as_tensor(windows.values, dtype=torch.float32)
         self.calendar = (
-            None
-            if windows.calendar is None
-            else torch.as_tensor(windows.calendar, dtype=torch.float32)
+            None if windows.calendar is None else torch.as_tensor(windows.calendar, dtype=torch.float32)
         )
         self.starts = windows.starts
         self.lookback = windows.lookback

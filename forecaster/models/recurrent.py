@@ -30,9 +30,7 @@ class RecurrentForecaster(nn.Module):
         super().__init__()
         self.layers = layers
         self.directions = 2 if bidirectional else 1
-        self.encoder = recurrent_layer(
-            cell, input_size, hidden_size, layers, dropout, bidirectional
-        )
+        self.encoder = recurrent_layer(cell, input_size, hidden_size, layers, dropout, bidirectional)
         summary_size = self.directions * hidden_size + horizon * future_size
         self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(summary_size, horizon))
 

@@ -51,15 +51,11 @@ class Seq2SeqForecaster(nn.Module):
         self.directions = 2 if bidirectional else 1
         self.is_lstm = cell == "lstm"
         context_size = self.directions * hidden_size
-        self.encoder = recurrent_layer(
-            cell, input_size, hidden_size, layers, dropout, bidirectional
-        )
+        self.encoder = recurrent_layer(cell, input_size, hidden_size, layers, dropout, bidirectional)
         self.bridge_h = StateBridge(layers, self.directions, hidden_size)
         self.bridge_c = StateBridge(layers, self.directions, hidden_size) if self.is_lstm else None
         self.attention = (
-            BahdanauAttention(hidden_size, context_size, hidden_size)
-            if attention == "bahdanau"
-            else None
+            BahdanauAttention(hidden_size, context_size, hidden_size) if attention == "bahdanau" else None
         )
         decoder_input = 1 + future_size + context_size  # previous y, calendar, context
         self.decoder = recurrent_layer(cell, decoder_input, hidden_size, layers, dropout, False)
@@ -102,9 +98,7 @@ class Seq2SeqForecaster(nn.Module):
         return Forecast(mean=forecast, attention=attention)
 
     @staticmethod
-    def _next_input(
-        y: torch.Tensor, target: torch.Tensor | None, t: int, ratio: float
-    ) -> torch.Tensor:
+    def _next_input(y: torch.Tensor, target: torch.Tensor | None, t: int, ratio: float) -> torch.Tensor:
         """Scheduled sampling: per series, the true value with probability ``ratio``."""
         if target is None or ratio <= 0.0:
             return y

@@ -27,9 +27,7 @@ def test_metrics_on_hand_values():
     assert directional_accuracy(actual, forecast, last) == 1.0
 
 
-@pytest.mark.parametrize(
-    ("freq", "period"), [("h", 24), ("30min", 48), ("D", 7), ("B", 5), ("MS", 12)]
-)
+@pytest.mark.parametrize(("freq", "period"), [("h", 24), ("30min", 48), ("D", 7), ("B", 5), ("MS", 12)])
 def test_seasonal_period_follows_frequency(freq, period):
     assert seasonal_period(freq) == period
 

@@ -17,8 +17,7 @@ def write(tmp_path: Path, text: str, name: str = "series.csv") -> Path:
 
 
 GOOD = (
-    "t,y,x\n2024-01-01 00:00,1.0,5\n2024-01-01 01:00,2.0,6\n2024-01-01 02:00,3.0,7\n"
-    "2024-01-01 03:00,4.0,8\n"
+    "t,y,x\n2024-01-01 00:00,1.0,5\n2024-01-01 01:00,2.0,6\n2024-01-01 02:00,3.0,7\n2024-01-01 03:00,4.0,8\n"
 )
 
 
@@ -80,9 +79,7 @@ def test_policies_repair_and_report(tmp_path):
 
 
 def test_parquet_is_read(tmp_path):
-    frame = pd.DataFrame(
-        {"t": pd.date_range("2024-01-01", periods=5, freq="D"), "y": [1.0, 2, 3, 4, 5]}
-    )
+    frame = pd.DataFrame({"t": pd.date_range("2024-01-01", periods=5, freq="D"), "y": [1.0, 2, 3, 4, 5]})
     path = tmp_path / "s.parquet"
     frame.to_parquet(path)
     assert load_series(path, "t", "y").frequency == "D"

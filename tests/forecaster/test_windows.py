@@ -14,9 +14,7 @@ from forecaster.errors import ConfigError
 
 def hand_made(n: int = 20, freq: str = "h") -> LoadedSeries:
     index = pd.date_range("2024-01-01", periods=n, freq=freq, name="t")
-    frame = pd.DataFrame(
-        {"y": np.arange(n, dtype=float), "x": 100 + np.arange(n, dtype=float)}, index=index
-    )
+    frame = pd.DataFrame({"y": np.arange(n, dtype=float), "x": 100 + np.arange(n, dtype=float)}, index=index)
     return LoadedSeries(frame, "y", ["x"], freq, "hand-made", "0" * 64)
 
 
