@@ -1,0 +1,88 @@
+"""The MLflow pyfunc that packs a trained Predictor (network weights, config, fitted scaler,
+window sizes, feature names), so ``mlflow.pyfunc.load_model(...).predict(raw windows)`` and
+``mlflow models serve`` return forecasts in original units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+from mlflow.models import ModelSignature
+from mlflow.types.schema import Schema, TensorSpec
+
+from forecaster.predictor import Predictor
+
+ARTIFACT_KEY = "predictor"
+
+
+class ForecastPyfunc(mlflow.pyfunc.PythonModel):
+    """Input: raw windows, (N, L) for a univariate model or (N, L, F) (feature order as in the
+    model's metadata); for calendar models a dict with ``values`` and ``timestamps`` (unix
+    seconds, (N, L)). Output: (N, H) forecasts in the target's units."""
+
+    predictor: Predictor
+
+    def load_context(self, context: mlflow.pyfunc.PythonModelContext) -> None:
+        self.predictor = Predictor.load(context.artifacts[ARTIFACT_KEY])
+
+    def predict(
+        self,
+        context: mlflow.pyfunc.PythonModelContext,
+        model_input,
+        params: dict[str, Any] | None = None,
+    ) -> np.ndarray:
+        values, timestamps = _split_input(model_input)
+        return self.predictor.predict(values, timestamps).mean
+
+
+def _split_input(model_input: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    if isinstance(model_input, dict):
+        timestamps = model_input.get("timestamps")
+        if timestamps is not None:
+            timestamps = pd.to_datetime(np.asarray(timestamps).reshape(-1), unit="s").values.reshape(
+                np.shape(timestamps)
+            )
+        return np.asarray(model_input["values"], dtype=np.float64), timestamps
+    if isinstance(model_input, pd.DataFrame):
+        return model_input.to_numpy(dtype=np.float64), None
+    return np.asarray(model_input, dtype=np.float64), None
+
+
+def signature_for(predictor: Predictor) -> ModelSignature:
+    lookback, features = predictor.lookback, len(predictor.features)
+    shape = (-1, lookback) if features == 1 else (-1, lookback, features)
+    outputs = Schema([TensorSpec(np.dtype(np.float64), (-1, predictor.horizon))])
+    if not predictor.uses_calendar:
+        return ModelSignature(inputs=Schema([TensorSpec(np.dtype(np.float64), shape)]), outputs=outputs)
+    inputs = Schema(
+        [
+            TensorSpec(np.dtype(np.float64), shape, name="values"),
+            TensorSpec(np.dtype(np.int64), (-1, lookback), name="timestamps"),
+        ]
+    )
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+def input_example_for(
+    predictor: Predictor, past: np.ndarray, past_times: np.ndarray | None
+) -> np.ndarray | dict[str, np.ndarray]:
+    """One raw window in the signature's layout."""
+    values = past[:1, :, 0] if len(predictor.features) == 1 else past[:1]
+    if not predictor.uses_calendar:
+        return values
+    seconds = past_times[:1].astype("datetime64[s]").astype(np.int64)
+    return {"values": values, "timestamps": seconds}
+
+
+def pip_requirements() -> list[str]:
+    from importlib.metadata import version
+
+    packages = ["torch", "pytorch-lightning", "pandas", "numpy", "mlflow", "pydantic"]
+    return [f"{p}=={version(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
+
+
+def save_predictor_dir(predictor: Predictor, directory: str | Path) -> str:
+    return str(predictor.save(Path(directory) / ARTIFACT_KEY))

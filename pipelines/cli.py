@@ -1,0 +1,377 @@
+"""The `forecast` command line: train, evaluate, backtest, predict, compare, register, promote,
+datasets, ui, serve. Every user error ends in one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import subprocess
+import sys
+import warnings
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(
+    help="Train, track, compare and serve recurrent forecasters (RNN/LSTM/GRU/seq2seq+attention).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+TrackingUri = Annotated[
+    str | None,
+    typer.Option(
+        "--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI or sqlite:///mlflow.db)"
+    ),
+]
+
+
+def quiet_libraries() -> None:
+    """Keep the terminal for what the user asked; libraries' tips and deprecations go away."""
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    warnings.filterwarnings("ignore", message=".*type hint.*")
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    warnings.filterwarnings("ignore", message=".*dataset source can be interpreted.*")
+    for name in ("alembic", "pytorch_lightning", "lightning.pytorch", "lightning_fabric"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for name in ("mlflow", "mlflow.pyfunc", "mlflow.models"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def user_errors(command):
+    """Turn the errors a user can fix into one line on stderr and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from mlflow.exceptions import MlflowException
+
+        from forecaster.errors import ForecasterError
+        from pipelines.console import errors
+
+        quiet_libraries()
+        try:
+            return command(*args, **kwargs)
+        except ForecasterError as exc:
+            errors.print(f"error: {exc}", markup=False)
+        except MlflowException as exc:
+            errors.print(f"error: MLflow: {exc.message}", markup=False)
+        except KeyboardInterrupt:
+            errors.print("interrupted", markup=False)
+        raise typer.Exit(2)
+
+    return wrapper
+
+
+def data_settings(
+    data: str | None, time_column: str | None, target: str | None, features: str | None
+) -> dict[str, Any]:
+    from pathlib import Path
+
+    from forecaster.data.datasets import DATASETS
+    from forecaster.errors import DataError
+
+    settings: dict[str, Any] = {}
+    if data is not None:
+        if data not in DATASETS and not Path(data).suffix and not Path(data).exists():
+            known = ", ".join(sorted(DATASETS))
+            raise DataError(f"{data!r} is neither a bundled dataset ({known}) nor an existing file")
+        settings["dataset" if data in DATASETS else "path"] = data
+    if time_column is not None:
+        settings["time_column"] = time_column
+    if target is not None:
+        settings["target"] = target
+    if features is not None:
+        settings["covariates"] = [f.strip() for f in features.split(",") if f.strip()]
+    return settings
+
+
+def model_settings(model: str | None, cell: str | None, bidirectional: bool | None, attention: str | None):
+    settings: dict[str, Any] = {}
+    if model == "seq2seq":
+        settings["architecture"] = "seq2seq"
+    elif model is not None:
+        settings.update(architecture="many_to_one", cell=model)
+    if cell is not None:
+        settings["cell"] = cell
+    if bidirectional is not None:
+        settings["bidirectional"] = bidirectional
+    if attention is not None:
+        settings["attention"] = attention
+    return settings
+
+
+def split_settings(split: str | None) -> dict[str, Any]:
+    from forecaster.errors import ConfigError
+
+    if split is None:
+        return {}
+    try:
+        train, val, test = (float(x) for x in split.split(","))
+    except ValueError:
+        raise ConfigError(f"--split {split!r}: expected three fractions, e.g. 0.7,0.15,0.15") from None
+    return {"train": train, "val": val, "test": test}
+
+
+def merge(data: dict[str, Any], section: str, values: dict[str, Any]) -> None:
+    if values:
+        data.setdefault(section, {}).update(values)
+
+
+@app.command()
+@user_errors
+def train(
+    config: Annotated[str | None, typer.Option("--config", "-c", help="YAML config file")] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="KEY=VALUE, e.g. model.hidden_size=128")
+    ] = None,
+    data: Annotated[str | None, typer.Option(help="bundled dataset name or CSV/Parquet path")] = None,
+    time_column: Annotated[str | None, typer.Option()] = None,
+    target: Annotated[str | None, typer.Option()] = None,
+    features: Annotated[str | None, typer.Option(help="past covariate columns, comma-separated")] = None,
+    model: Annotated[str | None, typer.Option(help="rnn, lstm, gru or seq2seq")] = None,
+    cell: Annotated[str | None, typer.Option(help="seq2seq cell: rnn, lstm, gru")] = None,
+    bidirectional: Annotated[bool | None, typer.Option("--bidirectional/--unidirectional")] = None,
+    attention: Annotated[str | None, typer.Option(help="seq2seq attention: none or bahdanau")] = None,
+    lookback: Annotated[int | None, typer.Option()] = None,
+    horizon: Annotated[int | None, typer.Option()] = None,
+    split: Annotated[str | None, typer.Option(help="train,val,test fractions")] = None,
+    epochs: Annotated[int | None, typer.Option()] = None,
+    experiment: Annotated[str | None, typer.Option()] = None,
+    register: Annotated[str | None, typer.Option(help="register the model under this name")] = None,
+    devices: Annotated[str | None, typer.Option(help="Lightning devices, e.g. 2 or auto")] = None,
+    num_nodes: Annotated[int | None, typer.Option()] = None,
+    strategy: Annotated[str | None, typer.Option(help="Lightning strategy, e.g. ddp")] = None,
+    accelerator: Annotated[str | None, typer.Option(help="cpu, gpu or auto")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line")] = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Train one model, evaluate it against the baselines, log it to MLflow, optionally register."""
+    from forecaster.errors import ConfigError
+    from pipelines.config import apply_override, read_yaml, validate
+    from pipelines.console import console, metrics_table
+    from pipelines.tracking import resolve_tracking_uri
+    from pipelines.train import run_training
+
+    settings = read_yaml(config) if config else {}
+    merge(settings, "data", data_settings(data, time_column, target, features))
+    merge(settings, "model", model_settings(model, cell, bidirectional, attention))
+    merge(settings, "split", split_settings(split))
+    merge(settings, "window", {k: v for k, v in {"lookback": lookback, "horizon": horizon}.items() if v})
+    train_values = {
+        "epochs": epochs,
+        "num_nodes": num_nodes,
+        "strategy": strategy,
+        "accelerator": accelerator,
+    }
+    if devices is not None:
+        train_values["devices"] = int(devices) if devices.isdigit() else devices
+    if as_json:
+        train_values["progress_bar"] = False
+    merge(settings, "train", {k: v for k, v in train_values.items() if v is not None})
+    merge(
+        settings,
+        "tracking",
+        {k: v for k, v in {"experiment": experiment, "registered_model": register}.items() if v},
+    )
+    for assignment in overrides or []:
+        apply_override(settings, assignment)
+    if "data" not in settings:
+        raise ConfigError("give --config FILE or --data DATASET_OR_PATH (see `forecast train --help`)")
+    run_config = validate(settings, source=config or "settings")
+    outcome = run_training(run_config, resolve_tracking_uri(tracking_uri))
+    if outcome is None:  # a DDP worker: rank zero reports
+        return
+    metrics_table(
+        f"{outcome.run_name}: test split, {outcome.test_windows} windows, original units", outcome.metrics
+    )
+    console.print(
+        f"run {outcome.run_id}  model {outcome.model_uri}  ({outcome.seconds:.1f} s, {outcome.epochs} epochs)"
+    )
+    if outcome.registered_name:
+        promotion = outcome.promotion
+        verdict = "now holds" if promotion.promoted else "did not take"
+        console.print(
+            f"registered {outcome.registered_name} v{outcome.registered_version}; "
+            f"{verdict} @{run_config.tracking.alias}: {promotion.reason}"
+        )
+    if as_json:
+        print(json.dumps(outcome.as_json()))
+
+
+@app.command()
+@user_errors
+def evaluate(
+    model_uri: Annotated[str, typer.Option(help="runs:/..., models:/NAME@ALIAS, models:/NAME/VERSION")],
+    data: Annotated[str | None, typer.Option(help="dataset name or file (default: the model's own)")] = None,
+    time_column: Annotated[str | None, typer.Option()] = None,
+    target: Annotated[str | None, typer.Option()] = None,
+    experiment: Annotated[str, typer.Option()] = "evaluations",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Score a logged or registered model on a dataset's test split against the baselines."""
+    from pipelines.console import metrics_table
+    from pipelines.evaluate import run_evaluation
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    uri = connect(resolve_tracking_uri(tracking_uri))
+    result = run_evaluation(model_uri, data_settings(data, time_column, target, None), experiment, uri)
+    metrics_table(
+        f"{model_uri} on {result['dataset']}: test split, {result['windows']} windows", result["metrics"]
+    )
+    if as_json:
+        print(json.dumps(result))
+
+
+@app.command()
+@user_errors
+def backtest(
+    config: Annotated[str, typer.Option("--config", "-c")],
+    folds: Annotated[int, typer.Option(min=2, help="rolling origins")] = 3,
+    overrides: Annotated[list[str] | None, typer.Option("--set")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Rolling-origin evaluation: K folds, each a nested MLflow run, with the spread of errors."""
+    from pipelines.backtest import run_backtest
+    from pipelines.config import load_run_config
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    run_config = load_run_config(config, overrides)
+    result = run_backtest(run_config, folds, connect(resolve_tracking_uri(tracking_uri)))
+    if as_json:
+        print(json.dumps(result))
+
+
+@app.command()
+@user_errors
+def predict(
+    model_uri: Annotated[str, typer.Option()],
+    data: Annotated[str, typer.Option(help="dataset name or CSV/Parquet file holding the recent history")],
+    time_column: Annotated[str | None, typer.Option()] = None,
+    target: Annotated[str | None, typer.Option()] = None,
+    output: Annotated[str | None, typer.Option(help="write the forecast to this CSV")] = None,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Forecast the next H steps after the end of a series, offline."""
+    from pipelines.predict import forecast_next
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    connect(resolve_tracking_uri(tracking_uri))
+    frame = forecast_next(model_uri, data_settings(data, time_column, target, None))
+    if output:
+        frame.to_csv(output, index=False)
+        print(f"wrote {len(frame)} forecast rows to {output}")
+    else:
+        print(frame.to_string(index=False))
+
+
+@app.command()
+@user_errors
+def compare(
+    experiment: Annotated[str, typer.Option()] = "forecasting",
+    limit: Annotated[int, typer.Option()] = 50,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """The experiment's runs side by side, best test MAE first."""
+    from pipelines.compare import compare_runs, print_comparison
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    connect(resolve_tracking_uri(tracking_uri))
+    print_comparison(experiment, compare_runs(experiment, limit))
+
+
+@app.command("register")
+@user_errors
+def register_command(
+    run_id: Annotated[str, typer.Option()],
+    name: Annotated[str, typer.Option()],
+    alias: Annotated[str, typer.Option()] = "champion",
+    force: Annotated[bool, typer.Option(help="move the alias even if not better")] = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Register a run's model; give it the alias only if it beats the current holder."""
+    from pipelines.registry import promote, register_run
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    connect(resolve_tracking_uri(tracking_uri))
+    version = register_run(run_id, name)
+    decision = promote(name, version, alias, force)
+    print(
+        f"registered {name} v{version}; @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}"
+    )
+
+
+@app.command()
+@user_errors
+def promote(
+    name: Annotated[str, typer.Option()],
+    version: Annotated[str, typer.Option()],
+    alias: Annotated[str, typer.Option()] = "champion",
+    force: Annotated[bool, typer.Option()] = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Move an alias to a version only if it beats the current holder on the same test data."""
+    from pipelines.registry import promote as promote_version
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    connect(resolve_tracking_uri(tracking_uri))
+    decision = promote_version(name, version, alias, force)
+    print(f"{name} v{version}: @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}")
+    if not decision.promoted:
+        raise typer.Exit(1)
+
+
+@app.command()
+def datasets() -> None:
+    """List the bundled datasets."""
+    from forecaster.data.datasets import DATASETS
+    from pipelines.console import table
+
+    rows = [
+        [s.name, s.file, s.target, s.frequency, ", ".join(s.covariates) or "-", s.description]
+        for s in DATASETS.values()
+    ]
+    table("bundled datasets (data/)", ["name", "file", "target", "freq", "covariates", "description"], rows)
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option()] = 5000,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Start the MLflow UI on the store the CLI writes to, on loopback."""
+    from pipelines.tracking import resolve_tracking_uri
+
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.startswith(("http://", "https://")):
+        print(f"runs are tracked on a server: open {uri} in a browser")
+        return
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    print(f"MLflow UI for {uri} at http://127.0.0.1:{port} (Ctrl-C to stop)")
+    raise typer.Exit(subprocess.call(command))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

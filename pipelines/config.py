@@ -1,0 +1,80 @@
+"""A training run's config: the forecasting config plus where and how to track it.
+
+YAML file -> ``--set key=value`` overrides -> one validated RunConfig; validation errors become one
+readable ConfigError naming each bad field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError
+
+from forecaster.config import ForecastConfig, StrictModel
+from forecaster.errors import ConfigError
+
+
+class TrackingConfig(StrictModel):
+    experiment: str = "forecasting"
+    run_name: str | None = None
+    registered_model: str | None = Field(None, description="register under this name; empty: do not")
+    alias: str = "champion"
+
+
+class RunConfig(ForecastConfig):
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    def forecast_config(self) -> ForecastConfig:
+        """What the model carries: everything but the tracking settings."""
+        return ForecastConfig.model_validate(self.model_dump(exclude={"tracking"}))
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} not found")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of sections, not {type(data)}")
+    return data
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """``model.hidden_size=128`` sets data['model']['hidden_size'] = 128 (value parsed as YAML)."""
+    if "=" not in assignment:
+        raise ConfigError(f"--set {assignment!r}: expected KEY=VALUE, e.g. model.hidden_size=128")
+    key, raw = assignment.split("=", 1)
+    *parents, leaf = key.strip().split(".")
+    node = data
+    for part in parents:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {assignment!r}: {part!r} is not a section")
+    node[leaf] = yaml.safe_load(raw) if raw.strip() else None
+
+
+def validate(data: dict[str, Any], source: str = "config") -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error["loc"]) or "(top level)"
+            message = error["msg"]
+            if error["type"] == "extra_forbidden":
+                message = "unknown key"
+            elif error["type"] == "missing":
+                message = "missing required field"
+            problems.append(f"{field}: {message}")
+        raise ConfigError(f"invalid {source}: " + "; ".join(problems)) from None
+
+
+def load_run_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:
+    data = read_yaml(path) if path else {}
+    for assignment in overrides or []:
+        apply_override(data, assignment)
+    return validate(data, source=str(path) if path else "settings")

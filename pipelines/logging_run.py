@@ -1,0 +1,144 @@
+"""What a run records in MLflow: config, data provenance, metrics, plots, the pyfunc model."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import mlflow
+import yaml
+from mlflow.models.model import ModelInfo
+
+from forecaster.data.datamodule import PreparedSeries
+from forecaster.evaluation import MODEL, Evaluation
+from forecaster.predictor import Predictor
+from forecaster.pyfunc import (
+    ForecastPyfunc,
+    input_example_for,
+    pip_requirements,
+    save_predictor_dir,
+    signature_for,
+)
+from pipelines import plots
+from pipelines.config import RunConfig
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        elif isinstance(value, list):
+            flat[name] = ",".join(map(str, value))
+        else:
+            flat[name] = str(value)
+    return flat
+
+
+def log_config_and_data(config: RunConfig, prepared: PreparedSeries, dataset_name: str) -> None:
+    resolved = config.model_dump(mode="json")
+    mlflow.log_params(flatten(resolved))
+    mlflow.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.yaml")
+    series = prepared.series
+    splits = prepared.split_summary()
+    mlflow.log_params(
+        {
+            "dataset.name": dataset_name,
+            "dataset.file": Path(series.source).name,
+            "dataset.sha256": series.sha256,
+            "dataset.frequency": series.frequency,
+            "dataset.features": ",".join(series.columns),
+            **{f"split.{s}.{k}": v for s, info in splits.items() for k, v in info.items()},
+        }
+    )
+    provenance = {
+        "dataset": dataset_name,
+        "source": series.source,
+        "sha256": series.sha256,
+        "frequency": series.frequency,
+        "columns": series.columns,
+        "repairs": series.repairs,
+        "splits": splits,
+    }
+    mlflow.log_dict(provenance, "dataset.json")
+    frame = series.frame.reset_index()
+    dataset = mlflow.data.from_pandas(frame, source=series.source, name=dataset_name, targets=series.target)
+    mlflow.log_input(dataset, context="training")
+
+
+def metric_dict(evaluation: Evaluation, name: str, prefix: str) -> dict[str, float]:
+    return {f"{prefix}_{metric}": value for metric, value in evaluation.metrics[name].items()}
+
+
+def log_evaluation(test: Evaluation, val: Evaluation, title: str) -> None:
+    """Model metrics as ``test_mae`` etc.; each baseline as ``naive_test_mae`` here and, in a
+    nested run of its own, under the very same names as the model so they line up in the UI."""
+    metrics = {**metric_dict(test, MODEL, "test"), **metric_dict(val, MODEL, "best_val")}
+    for baseline in test.metrics:
+        if baseline != MODEL:
+            metrics.update(metric_dict(test, baseline, f"{baseline}_test"))
+            metrics[f"test_skill_vs_{baseline}"] = test.skill("mae", baseline)
+    metrics["test_windows"] = test.windows
+    mlflow.log_metrics(metrics)
+    for h, error in enumerate(test.per_step_mae[MODEL], start=1):
+        mlflow.log_metric("test_mae_by_step", float(error), step=h)
+    mlflow.log_dict(
+        {
+            name: {"metrics": m, "mae_by_step": test.per_step_mae[name].tolist()}
+            for name, m in test.metrics.items()
+        },
+        "evaluation/test_metrics.json",
+    )
+    log_figure(plots.forecast_vs_actual(test, f"{title}: test forecasts"), "plots/forecast_vs_actual.png")
+    log_figure(plots.error_by_step(test, f"{title}: test MAE by horizon step"), "plots/error_by_step.png")
+    heatmap = plots.attention_heatmaps(test, f"{title}: attention weights on test windows")
+    if heatmap is not None:
+        log_figure(heatmap, "plots/attention.png")
+
+
+def log_baseline_runs(test: Evaluation, val: Evaluation, parent_tags: dict[str, str]) -> None:
+    for baseline in test.metrics:
+        if baseline == MODEL:
+            continue
+        with mlflow.start_run(run_name=baseline, nested=True, experiment_id=experiment_of_active_run()):
+            mlflow.set_tags({**parent_tags, "role": "baseline", "model.family": baseline})
+            mlflow.log_metrics(
+                {**metric_dict(test, baseline, "test"), **metric_dict(val, baseline, "best_val")}
+            )
+            for h, error in enumerate(test.per_step_mae[baseline], start=1):
+                mlflow.log_metric("test_mae_by_step", float(error), step=h)
+
+
+def log_figure(figure: plt.Figure, path: str) -> None:
+    mlflow.log_figure(figure, path)
+    plt.close(figure)
+
+
+def log_pyfunc_model(predictor: Predictor, prepared: PreparedSeries) -> ModelInfo:
+    windows = prepared.windows("test")
+    example = input_example_for(predictor, windows.past()[:1], windows.past_times()[:1])
+    with tempfile.TemporaryDirectory(prefix="forecaster-model-") as tmp:
+        return mlflow.pyfunc.log_model(
+            name="model",
+            python_model=ForecastPyfunc(),
+            artifacts={"predictor": save_predictor_dir(predictor, tmp)},
+            signature=signature_for(predictor),
+            input_example=example,
+            pip_requirements=pip_requirements(),
+            metadata={
+                "lookback": predictor.lookback,
+                "horizon": predictor.horizon,
+                "features": json.dumps(predictor.features),
+                "frequency": predictor.frequency,
+                "family": predictor.config.model.family,
+            },
+        )
+
+
+def experiment_of_active_run() -> str:
+    """Nested runs must name the parent's experiment, or MLflow files them under Default."""
+    return mlflow.active_run().info.experiment_id

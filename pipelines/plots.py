@@ -1,0 +1,77 @@
+"""Figures logged with every evaluation: forecasts vs actual, error by horizon step, attention."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from forecaster.evaluation import MODEL, Evaluation  # noqa: E402
+
+
+def example_windows(evaluation: Evaluation, count: int = 4) -> np.ndarray:
+    """Evenly spaced test windows, so the plots show the whole test period, not its first day."""
+    return np.linspace(0, evaluation.windows - 1, num=min(count, evaluation.windows)).astype(int)
+
+
+def forecast_vs_actual(evaluation: Evaluation, title: str) -> Figure:
+    picks = example_windows(evaluation)
+    fig, axes = plt.subplots(len(picks), 1, figsize=(10, 2.6 * len(picks)), squeeze=False)
+    lookback = evaluation.past_target.shape[1]
+    horizon = evaluation.actual.shape[1]
+    past_x, future_x = np.arange(-lookback, 0), np.arange(horizon)
+    for ax, i in zip(axes[:, 0], picks, strict=True):
+        ax.plot(past_x, evaluation.past_target[i], color="0.5", label="input")
+        ax.plot(future_x, evaluation.actual[i], color="black", label="actual")
+        for name, forecast in evaluation.forecasts.items():
+            style = "-" if name == MODEL else ":"
+            ax.plot(future_x, forecast[i], style, label=name)
+        ax.set_title(
+            f"window {i} (first forecast step {np.datetime_as_string(evaluation.future_times[i, 0], 'm')})",
+            fontsize=9,
+        )
+        ax.axvline(-0.5, color="0.8")
+    axes[0, 0].legend(loc="upper left", fontsize=8, ncol=5)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def error_by_step(evaluation: Evaluation, title: str) -> Figure:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    steps = np.arange(1, evaluation.actual.shape[1] + 1)
+    for name, errors in evaluation.per_step_mae.items():
+        ax.plot(steps, errors, marker="o", markersize=3, label=name)
+    ax.set_xlabel("horizon step")
+    ax.set_ylabel("MAE (original units)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def attention_heatmaps(evaluation: Evaluation, title: str) -> Figure | None:
+    """Decoder step (rows) x encoder position (columns) for a few test windows."""
+    if evaluation.attention is None:
+        return None
+    picks = example_windows(evaluation, 3)
+    fig, axes = plt.subplots(1, len(picks), figsize=(5 * len(picks), 4), squeeze=False)
+    lookback = evaluation.attention.shape[2]
+    for ax, i in zip(axes[0], picks, strict=True):
+        image = ax.imshow(
+            evaluation.attention[i],
+            aspect="auto",
+            cmap="viridis",
+            extent=(-lookback - 0.5, -0.5, evaluation.attention.shape[1] + 0.5, 0.5),
+        )
+        ax.set_xlabel("encoder position (steps before forecast)")
+        ax.set_ylabel("decoder step")
+        ax.set_title(f"window {i}", fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,137 @@
+"""`forecast train`: load -> split -> train -> evaluate against baselines -> log -> register."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mlflow
+import numpy as np
+from pytorch_lightning.callbacks import LearningRateMonitor
+
+from forecaster.data.datamodule import prepare_series
+from forecaster.data.source import load_from_config
+from forecaster.evaluation import MODEL, evaluate
+from forecaster.training import train_model
+from pipelines.config import RunConfig
+from pipelines.logger import EpochMLFlowLogger
+from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_evaluation, log_pyfunc_model
+from pipelines.registry import Promotion, promote, register
+from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
+
+
+@dataclass
+class TrainingOutcome:
+    run_id: str
+    run_name: str
+    model_uri: str
+    family: str
+    metrics: dict[str, dict[str, float]]  # forecaster name -> metric -> value (test split)
+    test_windows: int
+    seconds: float
+    epochs: int
+    registered_name: str | None = None
+    registered_version: str | None = None
+    promotion: Promotion | None = None
+    test_forecasts: np.ndarray | None = field(default=None, repr=False)  # (N, H) as computed here
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "model_uri": self.model_uri,
+            "registered_name": self.registered_name,
+            "registered_version": self.registered_version,
+            "promoted": None if self.promotion is None else self.promotion.promoted,
+            "family": self.family,
+            "test_windows": self.test_windows,
+            "seconds": round(self.seconds, 2),
+            "metrics": self.metrics,
+        }
+
+
+def dataset_name(config: RunConfig) -> str:
+    return config.data.dataset or Path(config.data.path).stem
+
+
+def default_run_name(config: RunConfig) -> str:
+    window = config.window
+    return f"{config.model.family}-{dataset_name(config)}-L{window.lookback}-H{window.horizon}"
+
+
+def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None:
+    """Returns None in DDP worker processes, which train but leave tracking to rank zero."""
+    forecast_config = config.forecast_config()
+    # Data problems surface before any run exists, so a bad file leaves nothing behind.
+    prepared = prepare_series(load_from_config(forecast_config.data), forecast_config)
+    if not is_rank_zero():
+        train_model(forecast_config, prepared)
+        return None
+    connect(tracking_uri)
+    experiment_id = ensure_experiment(config.tracking.experiment, tracking_uri)
+    name = dataset_name(config)
+    run_name = config.tracking.run_name or default_run_name(config)
+    tags = {
+        "model.family": config.model.family,
+        "dataset": name,
+        "target": prepared.series.target,
+        "role": "model",
+        **environment_tags(),
+    }
+    started = time.perf_counter()
+    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
+        log_config_and_data(config, prepared, name)
+        logger = EpochMLFlowLogger(
+            experiment_name=config.tracking.experiment, tracking_uri=tracking_uri, run_id=run.info.run_id
+        )
+        trained = train_model(
+            forecast_config, prepared, logger=logger, callbacks=[LearningRateMonitor("epoch")]
+        )
+        mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
+        test, val = (
+            evaluate(trained.predictor, prepared, "test"),
+            evaluate(trained.predictor, prepared, "val"),
+        )
+        log_evaluation(test, val, run_name)
+        log_baseline_runs(test, val, {"dataset": name, "target": prepared.series.target})
+        info = log_pyfunc_model(trained.predictor, prepared)
+        outcome = TrainingOutcome(
+            run_id=run.info.run_id,
+            run_name=run_name,
+            model_uri=info.model_uri,
+            family=config.model.family,
+            metrics=test.metrics,
+            test_windows=test.windows,
+            seconds=0.0,
+            epochs=trained.epochs_run,
+            test_forecasts=test.forecasts[MODEL],
+        )
+        if config.tracking.registered_model:
+            version = register(
+                info.model_uri,
+                config.tracking.registered_model,
+                tags={
+                    "dataset": name,
+                    "target": prepared.series.target,
+                    "lookback": str(config.window.lookback),
+                    "horizon": str(config.window.horizon),
+                    "family": config.model.family,
+                    "test_mae": f"{test.metrics[MODEL]['mae']:.6g}",
+                },
+                description=(
+                    f"{config.model.family} forecasting {prepared.series.target} of {name}, "
+                    f"{config.window.horizon} steps from {config.window.lookback}; "
+                    f"test MAE {test.metrics[MODEL]['mae']:.4g} vs naive {test.metrics['naive']['mae']:.4g} "
+                    f"(run {run.info.run_id})"
+                ),
+            )
+            outcome.registered_name = config.tracking.registered_model
+            outcome.registered_version = str(version.version)
+            outcome.promotion = promote(
+                config.tracking.registered_model, str(version.version), config.tracking.alias
+            )
+            mlflow.set_tags(
+                {"registered_version": str(version.version), "promoted": str(outcome.promotion.promoted)}
+            )
+    outcome.seconds = time.perf_counter() - started
+    return outcome

@@ -1,0 +1,97 @@
+"""Every user mistake ends in one clear line and a non-zero exit; a failed run registers nothing."""
+
+from __future__ import annotations
+
+import mlflow
+import pytest
+
+import pipelines.train
+from tests.conftest import free_port
+from tests.pipelines.helpers import forecast, tiny_settings
+
+
+def assert_one_line_error(result, *fragments: str) -> None:
+    assert result.exit_code != 0
+    message = result.stderr.strip()
+    assert message.startswith("error: "), result.output
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--data", "nowhere.csv", "--time-column", "t", "--target", "y"], ["nowhere.csv: file not found"]),
+        (
+            ["--data", "melbourne", "--time-column", "t", "--target", "y"],
+            ["neither a bundled dataset", "melbourne-temp"],
+        ),
+        (["--set", "data.dataset=melbourne"], ["unknown dataset 'melbourne'", "melbourne-temp"]),
+        (
+            ["--data", "melbourne-temp", "--target", "Tmax"],
+            ["['Tmax'] not found", "available columns: Date, Temp"],
+        ),
+        (
+            ["--data", "melbourne-temp", "--lookback", "3000", "--horizon", "7"],
+            ["lookback 3000 + horizon 7", "train split"],
+        ),
+        (["--data", "melbourne-temp", "--set", "model.cell=tcn"], ["model.cell"]),
+        (["--data", "melbourne-temp", "--set", "model.hidden=3"], ["model.hidden: unknown key"]),
+        (["--data", "melbourne-temp", "--split", "0.7,0.3"], ["--split", "three fractions"]),
+        ([], ["give --config FILE or --data"]),
+    ],
+    ids=[
+        "missing-file",
+        "unknown-name-as-file",
+        "unknown-dataset",
+        "target",
+        "too-long",
+        "bad-choice",
+        "unknown-key",
+        "bad-split",
+        "nothing",
+    ],
+)
+def test_bad_train_input(args, fragments, tracking_uri):
+    assert_one_line_error(forecast("train", *args, "--tracking-uri", tracking_uri), *fragments)
+
+
+def test_bad_rows_are_named(tmp_path, tracking_uri):
+    csv = tmp_path / "bad.csv"
+    csv.write_text("t,y\n2024-01-01,1\n2024-01-02,oops\n2024-01-03,3\n")
+    result = forecast(
+        "train", "--data", csv, "--time-column", "t", "--target", "y", "--tracking-uri", tracking_uri
+    )
+    assert_one_line_error(result, "bad.csv", "column 'y'", "row 2", "'oops' is not a number")
+
+
+def test_unreachable_tracking_server(tracking_uri):
+    uri = f"http://127.0.0.1:{free_port()}"
+    result = forecast("train", *tiny_settings(), "--tracking-uri", uri)
+    assert_one_line_error(result, f"cannot reach the MLflow tracking server at {uri}")
+
+
+def test_invalid_config_file(tmp_path, tracking_uri):
+    config = tmp_path / "c.yaml"
+    config.write_text("data: {dataset: melbourne-temp}\ntrain: {epochs: -1}\n")
+    assert_one_line_error(
+        forecast("train", "--config", config, "--tracking-uri", tracking_uri),
+        "train.epochs",
+        "greater than or equal to 1",
+    )
+
+
+def test_a_failed_run_is_marked_failed_and_registers_nothing(tracking_uri, monkeypatch):
+    def broken_model_logging(*args, **kwargs):
+        raise OSError("artifact store full")
+
+    monkeypatch.setattr(pipelines.train, "log_pyfunc_model", broken_model_logging)
+    with pytest.raises(OSError, match="artifact store full"):
+        forecast("train", *tiny_settings(), "--register", "never", "--tracking-uri", tracking_uri)
+    client = mlflow.MlflowClient(tracking_uri)
+    runs = client.search_runs(
+        [client.get_experiment_by_name("forecasting").experiment_id], "tags.role = 'model'"
+    )
+    assert [r.info.status for r in runs] == ["FAILED"]
+    assert client.search_registered_models() == []

@@ -1,0 +1,185 @@
+"""End to end through a real (temporary) SQLite MLflow store, for every model family."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import mlflow
+import numpy as np
+import pytest
+
+from forecaster.data.datamodule import prepare_series
+from forecaster.data.source import load_from_config
+from pipelines.config import load_run_config
+from pipelines.train import run_training
+from tests.conftest import TINY
+from tests.pipelines.helpers import forecast, train_json
+
+FAMILIES = {
+    "rnn": ["model.cell=rnn"],
+    "lstm": ["model.cell=lstm"],
+    "gru": ["model.cell=gru"],
+    "bi-gru": ["model.cell=gru", "model.bidirectional=true"],
+    "seq2seq": ["model.architecture=seq2seq", "model.attention=none"],
+    "seq2seq-attention": ["model.architecture=seq2seq", "model.attention=bahdanau"],
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_train_logs_everything_and_registers(family, tracking_uri):
+    result = train_json(tracking_uri, *FAMILIES[family], register="tiny")
+    client = mlflow.MlflowClient(tracking_uri)
+    run = client.get_run(result["run_id"])
+    assert run.info.status == "FINISHED"
+    metrics = run.data.metrics
+    for name in (
+        "test_mae",
+        "test_rmse",
+        "test_smape",
+        "test_mase",
+        "naive_test_mae",
+        "seasonal_naive_test_mae",
+        "test_skill_vs_naive",
+        "best_val_mae",
+    ):
+        assert np.isfinite(metrics[name]), name
+    assert metrics["test_mae"] == pytest.approx(result["metrics"]["model"]["mae"])
+    # per-epoch curves, stepped by epoch
+    for name in ("train_loss", "val_loss", "val_mae"):
+        history = client.get_metric_history(run.info.run_id, name)
+        assert [m.step for m in history] == [0, 1], name
+    assert len(client.get_metric_history(run.info.run_id, "test_mae_by_step")) == 4
+    params = run.data.params
+    assert params["model.hidden_size"] == "8" and params["dataset.name"] == "melbourne-temp"
+    assert len(params["dataset.sha256"]) == 64 and int(params["split.test.rows"]) > 0
+    assert run.data.tags["mlflow.source.git.commit"]
+    assert run.data.tags["version.torch"].startswith("2.13.0")
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.yaml", "dataset.json", "plots", "evaluation"} <= artifacts
+    plots = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
+    expected = {"plots/forecast_vs_actual.png", "plots/error_by_step.png"}
+    if family == "seq2seq-attention":
+        expected.add("plots/attention.png")
+    assert plots == expected
+    version = client.get_model_version_by_alias("tiny", "champion")
+    assert str(version.version) == result["registered_version"]
+    assert version.tags["dataset"] == "melbourne-temp" and version.tags["horizon"] == "4"
+    assert "test MAE" in version.description
+    baselines = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+    assert {b.data.tags["model.family"] for b in baselines} == {"naive", "seasonal_naive"}
+    assert all("test_mae" in b.data.metrics for b in baselines)  # same names as the model
+
+
+RELOAD = """
+import json, sys
+import mlflow, numpy as np
+mlflow.set_tracking_uri(sys.argv[1])
+model = mlflow.pyfunc.load_model("models:/reload@champion")
+windows = np.load(sys.argv[2])
+np.save(sys.argv[3], model.predict(windows))
+"""
+
+
+def test_registered_pyfunc_reloads_in_a_fresh_process_with_identical_forecasts(tracking_uri, tmp_path):
+    settings = [*TINY, "model.architecture=seq2seq", "tracking.registered_model=reload"]
+    config = load_run_config(None, settings)
+    outcome = run_training(config, tracking_uri)
+    prepared = prepare_series(load_from_config(config.data), config.forecast_config())
+    windows = prepared.windows("test").past()[:, :, 0]  # raw, unscaled (N, L)
+    np.save(tmp_path / "windows.npy", windows)
+    subprocess.run(
+        [sys.executable, "-c", RELOAD, tracking_uri, tmp_path / "windows.npy", tmp_path / "out.npy"],
+        check=True,
+        timeout=120,
+    )
+    reloaded = np.load(tmp_path / "out.npy")
+    np.testing.assert_array_equal(reloaded, outcome.test_forecasts)
+
+
+def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tracking_uri):
+    good = train_json(tracking_uri, "train.epochs=3", register="duel")
+    # An untrained network (learning rate ~0, no level normalisation) must lose on the same data.
+    bad = train_json(
+        tracking_uri,
+        "train.epochs=1",
+        "train.learning_rate=1e-9",
+        "model.level_norm=none",
+        "train.seed=7",
+        register="duel",
+    )
+    assert good["promoted"] is True and bad["promoted"] is False
+    client = mlflow.MlflowClient(tracking_uri)
+    assert str(client.get_model_version_by_alias("duel", "champion").version) == good["registered_version"]
+    refused = forecast(
+        "promote", "--name", "duel", "--version", bad["registered_version"], "--tracking-uri", tracking_uri
+    )
+    assert refused.exit_code == 1
+    assert "is not below" in refused.stdout
+    forced = forecast(
+        "promote",
+        "--name",
+        "duel",
+        "--version",
+        bad["registered_version"],
+        "--force",
+        "--tracking-uri",
+        tracking_uri,
+    )
+    assert forced.exit_code == 0 and "moved" in forced.stdout
+    listed = forecast("compare", "--experiment", "forecasting", "--tracking-uri", tracking_uri)
+    assert listed.exit_code == 0
+    assert listed.stdout.index(good["run_id"][:8]) < listed.stdout.index(bad["run_id"][:8])
+
+
+def test_register_command_registers_an_existing_run(tracking_uri):
+    trained = train_json(tracking_uri)
+    result = forecast(
+        "register", "--run-id", trained["run_id"], "--name", "later", "--tracking-uri", tracking_uri
+    )
+    assert result.exit_code == 0, result.output
+    version = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("later", "champion")
+    assert version.run_id == trained["run_id"]
+
+
+def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
+    trained = train_json(tracking_uri, register="eval")
+    evaluated = forecast(
+        "evaluate", "--model-uri", "models:/eval@champion", "--json", "--tracking-uri", tracking_uri
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    scores = json.loads(evaluated.stdout.strip().splitlines()[-1])
+    assert scores["metrics"]["model"]["mae"] == pytest.approx(trained["metrics"]["model"]["mae"])
+    out = tmp_path / "next.csv"
+    predicted = forecast(
+        "predict",
+        "--model-uri",
+        "models:/eval@champion",
+        "--data",
+        "melbourne-temp",
+        "--output",
+        out,
+        "--tracking-uri",
+        tracking_uri,
+    )
+    assert predicted.exit_code == 0, predicted.output
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1 + 4 and lines[1].startswith("1991-01-01")  # the day after the data ends
+    config = tmp_path / "bt.yaml"
+    config.write_text("data: {dataset: melbourne-temp}\n")
+    settings = []
+    for item in TINY:
+        settings += ["--set", item]
+    backtest = forecast(
+        "backtest", "--config", config, "--folds", "2", *settings, "--json", "--tracking-uri", tracking_uri
+    )
+    assert backtest.exit_code == 0, backtest.output
+    summary = json.loads(backtest.stdout.strip().splitlines()[-1])
+    assert len(summary["folds"]) == 2 and "naive" in summary["summary"]
+    client = mlflow.MlflowClient(tracking_uri)
+    folds = client.search_runs(
+        [client.get_run(summary["run_id"]).info.experiment_id],
+        f"tags.mlflow.parentRunId = '{summary['run_id']}'",
+    )
+    assert len(folds) == 2
