@@ -304,7 +304,8 @@ def register_command(
     version = register_run(run_id, name)
     decision = promote(name, version, alias, force)
     print(
-        f"registered {name} v{version}; @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}"
+        f"registered {name} v{version}; @{alias} {'moved' if decision.promoted else 'kept'}: "
+        f"{decision.reason}"
     )
 
 
