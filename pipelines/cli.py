@@ -370,6 +370,28 @@ def ui(
     raise typer.Exit(subprocess.call(command))
 
 
+@app.command()
+def serve(
+    model_uri: Annotated[str | None, typer.Option(help="default: $MODEL_URI or the demo's champion")] = None,
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="processes, each loading the model")] = 1,
+    device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:1")] = None,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Serve a registered model over HTTP (FastAPI + uvicorn); see /docs."""
+    import uvicorn
+
+    from pipelines.tracking import resolve_tracking_uri
+
+    os.environ["MLFLOW_TRACKING_URI"] = resolve_tracking_uri(tracking_uri)
+    if model_uri:
+        os.environ["MODEL_URI"] = model_uri
+    if device:
+        os.environ["DEVICE"] = device
+    uvicorn.run("service.main:app", host=host, port=port, workers=workers, log_level="info")
+
+
 def main() -> None:
     app()
 

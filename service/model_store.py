@@ -1,0 +1,144 @@
+"""The model being served: resolved from the registry, loaded once, moved to the device, warmed
+up, and swapped atomically when the alias moves. In-flight batches keep the object they started
+with, so they finish on the old version."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import mlflow
+import numpy as np
+import torch
+
+from forecaster.predictor import Prediction, Predictor
+
+log = logging.getLogger("service.model")
+
+ALIAS_URI = re.compile(r"^models:/(?P<name>[^/@]+)@(?P<alias>[^/]+)$")
+VERSION_URI = re.compile(r"^models:/(?P<name>[^/@]+)/(?P<version>\d+)$")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class ModelRef:
+    """What a URI points at right now: the concrete version behind an alias."""
+
+    uri: str  # as configured
+    load_uri: str  # pinned: models:/NAME/VERSION where there is a registry entry
+    name: str | None = None
+    version: str | None = None
+    run_id: str | None = None
+
+
+@dataclass
+class LoadedModel:
+    ref: ModelRef
+    predictor: Predictor
+    device: str
+    training_metrics: dict[str, float] = field(default_factory=dict)
+    loaded_at: float = field(default_factory=time.time)
+
+    def predict(self, values: np.ndarray, timestamps: np.ndarray | None, attention: bool) -> Prediction:
+        return self.predictor.predict(values, timestamps, return_attention=attention)
+
+
+def pick_device(setting: str) -> str:
+    if setting == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if setting.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"DEVICE={setting} but CUDA is not available on this machine")
+    return setting
+
+
+def resolve(uri: str, client: mlflow.MlflowClient) -> ModelRef:
+    alias = ALIAS_URI.match(uri)
+    if alias:
+        version = client.get_model_version_by_alias(alias["name"], alias["alias"])
+        return ModelRef(
+            uri,
+            f"models:/{alias['name']}/{version.version}",
+            alias["name"],
+            str(version.version),
+            version.run_id,
+        )
+    pinned = VERSION_URI.match(uri)
+    if pinned:
+        version = client.get_model_version(pinned["name"], pinned["version"])
+        return ModelRef(uri, uri, pinned["name"], str(version.version), version.run_id)
+    return ModelRef(uri, uri, name=uri)
+
+
+def training_metrics(client: mlflow.MlflowClient, run_id: str | None) -> dict[str, Any]:
+    if not run_id:
+        return {}
+    metrics = client.get_run(run_id).data.metrics
+    keep = ("test_", "naive_test_", "seasonal_naive_test_", "best_val_")
+    return {k: v for k, v in sorted(metrics.items()) if k.startswith(keep) and k != "test_mae_by_step"}
+
+
+class ModelStore:
+    """Holds the current LoadedModel; loading is serialised, reading is a plain attribute read."""
+
+    def __init__(self, tracking_uri: str, model_uri: str, device: str, dtype: str) -> None:
+        self.tracking_uri = tracking_uri
+        self.model_uri = model_uri
+        self.device = pick_device(device)
+        self.dtype = DTYPES[dtype] if self.device.startswith("cuda") else torch.float32
+        self.current: LoadedModel | None = None
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self) -> bool:
+        return self.current is not None
+
+    def client(self) -> mlflow.MlflowClient:
+        return mlflow.MlflowClient(self.tracking_uri)
+
+    def load(self, ref: ModelRef) -> LoadedModel:
+        mlflow.set_tracking_uri(self.tracking_uri)
+        model = mlflow.pyfunc.load_model(ref.load_uri)
+        predictor: Predictor = model.unwrap_python_model().predictor
+        predictor.to(self.device, self.dtype)
+        loaded = LoadedModel(ref, predictor, self.device, training_metrics(self.client(), ref.run_id))
+        self.warm_up(loaded)
+        return loaded
+
+    @staticmethod
+    def warm_up(loaded: LoadedModel) -> None:
+        """One forward pass on a plausible window (the scaler's mean), so the first caller does not
+        pay for lazy initialisation, and a model that cannot run never gets swapped in."""
+        predictor = loaded.predictor
+        window = np.broadcast_to(predictor.scaler.mean, (2, predictor.lookback, len(predictor.features)))
+        times = None
+        if predictor.uses_calendar:
+            start = np.datetime64("2024-01-01T00:00")
+            step = predictor.future_times(np.array([start]))[0, 0] - start
+            times = np.broadcast_to(start + step * np.arange(predictor.lookback), (2, predictor.lookback))
+        out = loaded.predict(np.array(window), None if times is None else np.array(times), attention=True)
+        if not np.isfinite(out.mean).all():
+            raise RuntimeError("warm-up forecast is not finite")
+
+    def refresh(self) -> tuple[bool, str]:
+        """Load what the URI points at now if it differs from what is served. Returns (changed,
+        message); on failure the old model keeps serving and the error is kept for /v1/model."""
+        with self._lock:
+            try:
+                ref = resolve(self.model_uri, self.client())
+                current = self.current
+                if current is not None and current.ref.load_uri == ref.load_uri:
+                    return False, f"already serving {ref.load_uri}"
+                loaded = self.load(ref)
+            except Exception as exc:  # the registry or the artifact may be broken: keep serving
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.error("could not load %s: %s", self.model_uri, self.last_error)
+                raise
+            self.current = loaded  # atomic swap: requests already batched keep the old object
+            self.last_error = None
+            log.info("serving %s (version %s) on %s", ref.load_uri, ref.version, self.device)
+            return True, f"now serving {ref.load_uri}"
