@@ -16,6 +16,7 @@ demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipelines.demo
 
 test: $(STAMP)
+	$(BIN)/ruff check .
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -35,6 +35,18 @@ class Job:
         return len(self.values)
 
 
+class Arrival:
+    """One request counted in ``Batcher.arriving`` until it is queued or answered."""
+
+    def __init__(self, batcher: Batcher) -> None:
+        self.batcher, self.counted = batcher, True
+
+    def leave(self) -> None:
+        if self.counted:
+            self.counted = False
+            self.batcher.arriving -= 1
+
+
 @dataclass
 class Answer:
     prediction: Prediction
@@ -58,6 +70,13 @@ class Batcher:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forward")
         self.task: asyncio.Task | None = None
         self._carry: Job | None = None
+        self.arriving = 0  # predict requests received but not yet queued (body, validation)
+
+    def arrive(self) -> Arrival:
+        """Count a request on its way to the queue, so a forming batch waits for it instead of
+        leaving without it. With nobody on the way a batch leaves at once: no added latency."""
+        self.arriving += 1
+        return Arrival(self)
 
     def start(self) -> None:
         self.task = asyncio.create_task(self._run(), name="batcher")
@@ -69,7 +88,16 @@ class Batcher:
                 await self.task
         self.executor.shutdown(wait=False, cancel_futures=True)
 
-    async def submit(self, values: np.ndarray, timestamps: np.ndarray | None, attention: bool) -> Answer:
+    def enqueue(
+        self,
+        values: np.ndarray,
+        timestamps: np.ndarray | None,
+        attention: bool,
+        arrival: Arrival | None = None,
+    ) -> asyncio.Future[Answer]:
+        """Queue the windows; the returned future resolves to their forecasts."""
+        if arrival is not None:
+            arrival.leave()
         if not self.store.ready:
             raise NotReadyError("no model is loaded yet")
         job = Job(values, timestamps, attention, asyncio.get_running_loop().create_future())
@@ -78,7 +106,7 @@ class Batcher:
         except asyncio.QueueFull:
             raise QueueFullError(f"{self.queue.maxsize} requests are already waiting") from None
         self.metrics.queue_depth.set(self.queue.qsize())
-        return await job.future
+        return job.future
 
     async def _collect(self) -> list[Job]:
         """The first waiting job, then whatever arrives within max_wait, up to max_windows. A job
@@ -100,15 +128,18 @@ class Batcher:
         return jobs
 
     async def _next_before(self, deadline: float) -> Job | None:
-        with contextlib.suppress(asyncio.QueueEmpty):
-            return self.queue.get_nowait()
-        remaining = deadline - asyncio.get_running_loop().time()
-        if remaining <= 0:
-            return None
-        try:
-            return await asyncio.wait_for(self.queue.get(), remaining)
-        except TimeoutError:
-            return None
+        """The next queued job; waits (until ``deadline``) only while a request is on its way."""
+        loop = asyncio.get_running_loop()
+        while True:
+            with contextlib.suppress(asyncio.QueueEmpty):
+                return self.queue.get_nowait()
+            remaining = deadline - loop.time()
+            if self.arriving == 0 or remaining <= 0:
+                return None
+            try:
+                return await asyncio.wait_for(self.queue.get(), min(remaining, 0.0005))
+            except TimeoutError:
+                continue
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

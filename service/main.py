@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 
 from service.batching import Batcher
 from service.metrics import ServiceMetrics
-from service.middleware import BodySizeLimit, RequestMetrics
+from service.middleware import ArrivalTracker, BodySizeLimit, RequestMetrics
 from service.model_store import ModelStore
 from service.routes import router
 from service.settings import ServiceSettings
@@ -99,6 +99,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.include_router(router)
     app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_middleware(ArrivalTracker)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestMetrics, metrics=metrics)
     return app

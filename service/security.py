@@ -7,7 +7,7 @@ import hmac
 from fastapi import HTTPException, Request, status
 
 
-def require_api_key(request: Request) -> None:
+async def require_api_key(request: Request) -> None:
     expected = request.app.state.settings.api_key
     if not expected:
         return
