@@ -39,12 +39,19 @@ def main() -> int:
     os.chdir(workdir)
     config = load_run_config(
         REPO / "pipelines/configs/quick-seq2seq-attention.yaml",
-        ["train.accelerator=gpu", "train.epochs=2", "tracking.registered_model=gpu-check", "train.progress_bar=false"],
+        [
+            "train.accelerator=gpu",
+            "train.epochs=2",
+            "tracking.registered_model=gpu-check",
+            "train.progress_bar=false",
+        ],
     )
     started = time.perf_counter()
     outcome = run_training(config, uri)
-    print(f"trained on {torch.cuda.get_device_name(0)} in {time.perf_counter() - started:.1f} s; "
-          f"test MAE {outcome.metrics['model']['mae']:.4f}")
+    print(
+        f"trained on {torch.cuda.get_device_name(0)} in {time.perf_counter() - started:.1f} s; "
+        f"test MAE {outcome.metrics['model']['mae']:.4f}"
+    )
 
     import mlflow
 
@@ -58,11 +65,14 @@ def main() -> int:
     np.testing.assert_allclose(gpu.attention, cpu.attention, atol=1e-4)
     bf16 = predictor.to("cuda", torch.bfloat16).predict(windows)
     np.testing.assert_allclose(bf16.mean, cpu.mean, rtol=5e-2, atol=5e-2)
-    print(f"float32 max |gpu-cpu| {np.abs(gpu.mean - cpu.mean).max():.2e}; "
-          f"bfloat16 max {np.abs(bf16.mean - cpu.mean).max():.2e}")
+    print(
+        f"float32 max |gpu-cpu| {np.abs(gpu.mean - cpu.mean).max():.2e}; "
+        f"bfloat16 max {np.abs(bf16.mean - cpu.mean).max():.2e}"
+    )
 
-    settings = ServiceSettings(mlflow_tracking_uri=uri, model_uri="models:/gpu-check@champion", device="auto",
-                               reload_interval_s=0)
+    settings = ServiceSettings(
+        mlflow_tracking_uri=uri, model_uri="models:/gpu-check@champion", device="auto", reload_interval_s=0
+    )
     with TestClient(create_app(settings)) as client:
         description = client.get("/v1/model").json()
         assert description["device"] == "cuda", description["device"]

@@ -36,7 +36,7 @@ class ForecastModule(pl.LightningModule):
         """Scheduled sampling: rely less on the true previous value as training goes on."""
         hp = self.hparams
         self.teacher_forcing_ratio = hp.teacher_forcing * hp.teacher_forcing_decay**self.current_epoch
-        self.log("teacher_forcing", self.teacher_forcing_ratio, on_step=False, on_epoch=True)
+        self.log("teacher_forcing", self.teacher_forcing_ratio, on_step=False, on_epoch=True, sync_dist=True)
 
     def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
         training = stage == "train"

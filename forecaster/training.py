@@ -85,8 +85,8 @@ def train_model(
         started = time.perf_counter()
         trainer.fit(module, datamodule=data)
         seconds = time.perf_counter() - started
-        best_path = trainer.strategy.broadcast(checkpoint.best_model_path)
-        if best_path:
+        best_path = checkpoint.best_model_path
+        if best_path and trainer.is_global_zero:  # other ranks hand back nothing; rank 0 logs
             state = torch.load(best_path, map_location="cpu", weights_only=False)["state_dict"]
             module.load_state_dict(state)
         best = checkpoint.best_model_score

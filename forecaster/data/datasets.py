@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+SOURCE_TREE_DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def data_dir() -> Path:
+    """$FORECASTER_DATA_DIR, else data/ of the source tree (editable installs), else ./data."""
+    configured = os.environ.get("FORECASTER_DATA_DIR")
+    if configured:
+        return Path(configured)
+    return SOURCE_TREE_DATA if SOURCE_TREE_DATA.is_dir() else Path.cwd() / "data"
 
 
 @dataclass(frozen=True)
@@ -23,7 +32,7 @@ class DatasetSpec:
 
     @property
     def path(self) -> Path:
-        return DATA_DIR / self.file
+        return data_dir() / self.file
 
 
 DATASETS: dict[str, DatasetSpec] = {

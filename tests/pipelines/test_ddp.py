@@ -1,0 +1,56 @@
+"""Distributed training: 2 CPU processes (gloo) make one MLflow run and one registered version."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import mlflow
+import pytest
+
+from tests.conftest import TINY
+
+pytestmark = pytest.mark.integration
+
+
+def test_ddp_on_two_cpu_processes_logs_one_run_and_registers_once(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    settings = [arg for item in TINY for arg in ("--set", item)]
+    command = [
+        sys.executable,
+        "-m",
+        "pipelines.cli",
+        "train",
+        *settings,
+        "--devices",
+        "2",
+        "--strategy",
+        "ddp",
+        "--accelerator",
+        "cpu",
+        "--register",
+        "ddp",
+        "--experiment",
+        "ddp",
+        "--tracking-uri",
+        uri,
+        "--json",
+    ]
+    env = {**os.environ, "PL_DISABLE_FORK": "1"}
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("ddp")
+    runs = client.search_runs([experiment.experiment_id], "tags.role = 'model'")
+    assert [r.info.run_id for r in runs] == [outcome["run_id"]]
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    assert run.data.params["train.devices"] == "2" and run.data.params["train.strategy"] == "ddp"
+    assert (
+        len(client.get_metric_history(run.info.run_id, "val_loss")) == 2
+    )  # one point per epoch, not per rank
+    versions = client.search_model_versions("name = 'ddp'")
+    assert [str(v.version) for v in versions] == ["1"]
