@@ -77,6 +77,20 @@ class ModelConfig(StrictModel):
     )
     teacher_forcing: float = Field(0.5, ge=0, le=1, description="seq2seq: start ratio")
     teacher_forcing_decay: float = Field(0.9, ge=0, le=1, description="multiplied in per epoch")
+    segment_length: int = Field(
+        0, ge=0, description="many-to-one: feed the RNN segments of this many steps (SegRNN); 0 = steps"
+    )
+    highway: int = Field(0, ge=0, description="linear autoregressive skip over the last N steps (LSTNet)")
+    quantiles: list[float] = Field(
+        default_factory=list, description="quantile outputs (with train.loss=quantile); empty = point"
+    )
+
+    @model_validator(mode="after")
+    def _quantiles_sorted(self) -> ModelConfig:
+        q = self.quantiles
+        if any(not 0 < x < 1 for x in q) or q != sorted(set(q)):
+            raise ValueError("model.quantiles: distinct, increasing, each strictly between 0 and 1")
+        return self
 
     @property
     def family(self) -> str:
@@ -92,7 +106,7 @@ class TrainConfig(StrictModel):
     batch_size: int = Field(64, ge=1)
     learning_rate: float = Field(1e-3, gt=0)
     weight_decay: float = Field(1e-4, ge=0)
-    loss: Literal["mse", "mae", "huber"] = "mse"
+    loss: Literal["mse", "mae", "huber", "quantile"] = "mse"
     lr_schedule: Literal["none", "cosine", "plateau"] = "cosine"
     gradient_clip: float = Field(1.0, ge=0, description="max gradient norm; 0 disables")
     patience: int = Field(5, ge=1, description="early stopping on val loss")
@@ -111,3 +125,26 @@ class ForecastConfig(StrictModel):
     window: WindowConfig = Field(default_factory=WindowConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
+    intervals: list[float] = Field(
+        default_factory=lambda: [0.8],
+        description="central prediction-interval levels: split-conformal on validation windows for "
+        "point models, the matching quantile outputs for quantile models",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ForecastConfig:
+        model, window = self.model, self.window
+        if (self.train.loss == "quantile") != bool(model.quantiles):
+            raise ValueError("train.loss=quantile and model.quantiles go together (set both or neither)")
+        if model.segment_length and (
+            model.architecture != "many_to_one" or window.lookback % model.segment_length
+        ):
+            raise ValueError(
+                "model.segment_length: many_to_one only, and it must divide window.lookback "
+                f"({window.lookback})"
+            )
+        if model.highway > window.lookback:
+            raise ValueError(f"model.highway ({model.highway}) exceeds window.lookback ({window.lookback})")
+        if any(not 0 < level < 1 for level in self.intervals):
+            raise ValueError("intervals: coverage levels strictly between 0 and 1, e.g. [0.8, 0.95]")
+        return self

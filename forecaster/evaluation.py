@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from forecaster.baselines import baseline_forecasts
+from forecaster.conformal import coverage, interval_quantiles
 from forecaster.data.datamodule import PreparedSeries
 from forecaster.data.frequency import seasonal_period
 from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
@@ -26,6 +27,8 @@ class Evaluation:
     past_target: np.ndarray  # (N, L)
     future_times: np.ndarray  # (N, H)
     attention: np.ndarray | None  # (N, H, L) for attention models
+    intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
+    quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
 
     def skill(self, metric: str = "mae", baseline: str = "naive") -> float:
         """1 - model/baseline: > 0 means the model beats the baseline."""
@@ -47,6 +50,10 @@ def evaluate(predictor: Predictor, prepared: PreparedSeries, split: str = "test"
     train_target = prepared.series.frame.iloc[: prepared.borders.train_end, 0].to_numpy()
     scale = seasonal_naive_scale(train_target, period)
     last = past_target[:, -1]
+    intervals = {}
+    for level in predictor.interval_levels:
+        lower, upper = interval_quantiles(level)
+        intervals[level] = coverage(actual, prediction.quantiles[lower], prediction.quantiles[upper])
     return Evaluation(
         split=split,
         windows=len(windows),
@@ -57,4 +64,6 @@ def evaluate(predictor: Predictor, prepared: PreparedSeries, split: str = "test"
         past_target=past_target,
         future_times=windows.future_times(),
         attention=prediction.attention,
+        intervals=intervals,
+        quantiles=prediction.quantiles,
     )

@@ -6,6 +6,8 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
+from forecaster.models.quantiles import pinball_loss
+
 LOSSES = {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}
 
 
@@ -21,12 +23,14 @@ class ForecastModule(pl.LightningModule):
         teacher_forcing: float = 0.0,
         teacher_forcing_decay: float = 1.0,
         target_scale: float = 1.0,
+        quantiles: list[float] | None = None,
     ) -> None:
         """``target_scale`` (the target's training std) turns scaled MAE into original units."""
         super().__init__()
         self.save_hyperparameters(ignore=["network"])
         self.network = network
-        self.loss_fn = LOSSES[loss]()
+        self.loss_fn = None if loss == "quantile" else LOSSES[loss]()
+        self.register_buffer("quantile_levels", torch.tensor(quantiles or [], dtype=torch.float32))
         self.teacher_forcing_ratio = teacher_forcing
 
     def forward(self, past, future=None, target=None, teacher_forcing: float = 0.0):
@@ -47,7 +51,10 @@ class ForecastModule(pl.LightningModule):
             target if training else None,
             self.teacher_forcing_ratio if training else 0.0,
         )
-        loss = self.loss_fn(out.mean, target)
+        if self.loss_fn is None:
+            loss = pinball_loss(out.quantiles, target, self.quantile_levels)
+        else:
+            loss = self.loss_fn(out.mean, target)
         mae = (out.mean - target).abs().mean() * self.hparams.target_scale
         self.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
         self.log(f"{stage}_mae", mae, on_step=False, on_epoch=True, prog_bar=not training, sync_dist=True)

@@ -5,7 +5,7 @@ same windows give the same numbers everywhere."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from forecaster.config import ForecastConfig
+from forecaster.conformal import interval_quantiles, window_volatility
 from forecaster.data.calendar import calendar_feature_names, calendar_features, is_sub_daily
 from forecaster.data.frequency import step_of
 from forecaster.data.scaling import StandardScaler
@@ -28,6 +29,7 @@ class Prediction:
     mean: np.ndarray  # (N, H), original units
     attention: np.ndarray | None = None  # (N, H, L)
     future_times: np.ndarray | None = None  # (N, H) datetime64, when timestamps were given
+    quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H), original units
 
 
 class Predictor:
@@ -46,6 +48,7 @@ class Predictor:
         self.frequency = frequency
         self.device = torch.device("cpu")
         self.dtype = torch.float32
+        self.conformal: dict[float, np.ndarray] = {}  # level -> (H,) score quantiles (x volatility)
 
     # -- what the model expects -------------------------------------------------------------
     @property
@@ -69,6 +72,15 @@ class Predictor:
         model = self.config.model
         return model.architecture == "seq2seq" and model.attention == "bahdanau"
 
+    @property
+    def interval_levels(self) -> list[float]:
+        """Central interval levels this model can give: its conformal ones, or those its quantile
+        outputs bracket."""
+        if self.conformal:
+            return sorted(self.conformal)
+        available = set(self.config.model.quantiles)
+        return [lvl for lvl in self.config.intervals if set(interval_quantiles(lvl)) <= available]
+
     def to(self, device: str | torch.device, dtype: torch.dtype = torch.float32) -> Predictor:
         self.device = torch.device(device)
         self.dtype = dtype
@@ -90,19 +102,35 @@ class Predictor:
         if self.uses_calendar and times is None:
             raise ValueError("this model uses calendar features: timestamps are required")
         future_times = None if times is None else self.future_times(times[:, -1])
-        means, weights = [], []
+        means, weights, quantiles = [], [], []
         for lo in range(0, len(past), chunk_size):
             hi = lo + chunk_size
             chunk_times = None if times is None else times[lo:hi]
             chunk_future = None if future_times is None else future_times[lo:hi]
-            mean, attention = self._forward(past[lo:hi], chunk_times, chunk_future)
+            mean, attention, quantile = self._forward(past[lo:hi], chunk_times, chunk_future)
             means.append(mean)
             weights.append(attention)
+            quantiles.append(quantile)
         attention = None
         if return_attention and self.has_attention:
             attention = np.concatenate(weights) if weights else None
         mean = np.concatenate(means) if means else np.empty((0, self.horizon))
-        return Prediction(mean=mean, attention=attention, future_times=future_times)
+        native = np.concatenate(quantiles) if quantiles and quantiles[0] is not None else None
+        return Prediction(mean, attention, future_times, self._quantiles(mean, native, past[:, :, 0]))
+
+    def _quantiles(
+        self, mean: np.ndarray, native: np.ndarray | None, past_target: np.ndarray
+    ) -> dict[float, np.ndarray]:
+        """The network's own quantiles, or conformal interval bounds around the point forecast."""
+        if native is not None:
+            return {q: native[..., i] for i, q in enumerate(self.config.model.quantiles)}
+        bounds = {}
+        volatility = window_volatility(past_target) if self.conformal else None  # (N, 1)
+        for level, score in sorted(self.conformal.items()):
+            lower, upper = interval_quantiles(level)
+            width = score * volatility  # (N, H)
+            bounds[lower], bounds[upper] = mean - width, mean + width
+        return dict(sorted(bounds.items()))
 
     def _as_windows(self, values: np.ndarray) -> np.ndarray:
         past = np.asarray(values, dtype=np.float64)
@@ -129,7 +157,7 @@ class Predictor:
 
     def _forward(
         self, past: np.ndarray, times: np.ndarray | None, future_times: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         x = self.scaler.transform(past)  # (n, L, F)
         future = None
         if self.uses_calendar:
@@ -139,7 +167,10 @@ class Predictor:
             out = self.network(self._tensor(x), future)
         mean = self.scaler.inverse_target(out.mean.float().cpu().numpy().astype(np.float64))
         attention = None if out.attention is None else out.attention.float().cpu().numpy()
-        return mean, attention
+        quantiles = None
+        if out.quantiles is not None:
+            quantiles = self.scaler.inverse_target(out.quantiles.float().cpu().numpy().astype(np.float64))
+        return mean, attention, quantiles
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(array, dtype=self.dtype, device=self.device)
@@ -155,6 +186,7 @@ class Predictor:
             "scaler": self.scaler.to_dict(),
             "features": self.features,
             "frequency": self.frequency,
+            "conformal": {str(level): width.tolist() for level, width in self.conformal.items()},
         }
         (directory / META_FILE).write_text(json.dumps(meta, indent=2))
         return directory
@@ -173,10 +205,8 @@ class Predictor:
         )
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         network.load_state_dict(state)
-        return cls(
-            network,
-            config,
-            StandardScaler.from_dict(meta["scaler"]),
-            meta["features"],
-            meta["frequency"],
+        predictor = cls(
+            network, config, StandardScaler.from_dict(meta["scaler"]), meta["features"], meta["frequency"]
         )
+        predictor.conformal = {float(k): np.asarray(v) for k, v in meta.get("conformal", {}).items()}
+        return predictor

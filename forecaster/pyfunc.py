@@ -11,7 +11,7 @@ import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 from mlflow.models import ModelSignature
-from mlflow.types.schema import Schema, TensorSpec
+from mlflow.types.schema import ParamSchema, ParamSpec, Schema, TensorSpec
 
 from forecaster.predictor import Predictor
 
@@ -33,9 +33,14 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
         context: mlflow.pyfunc.PythonModelContext,
         model_input,
         params: dict[str, Any] | None = None,
-    ) -> np.ndarray:
+    ):
+        """(N, H) forecasts; with ``params={"intervals": True}`` a dict: ``forecast`` and one
+        (N, H) array per quantile level ("0.1", "0.9", ...) where the model has intervals."""
         values, timestamps = _split_input(model_input)
-        return self.predictor.predict(values, timestamps).mean
+        prediction = self.predictor.predict(values, timestamps)
+        if not (params or {}).get("intervals"):
+            return prediction.mean
+        return {"forecast": prediction.mean, **{f"{q:g}": v for q, v in prediction.quantiles.items()}}
 
 
 def _split_input(model_input: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -55,15 +60,17 @@ def signature_for(predictor: Predictor) -> ModelSignature:
     lookback, features = predictor.lookback, len(predictor.features)
     shape = (-1, lookback) if features == 1 else (-1, lookback, features)
     outputs = Schema([TensorSpec(np.dtype(np.float64), (-1, predictor.horizon))])
+    params = ParamSchema([ParamSpec("intervals", "boolean", False)])
     if not predictor.uses_calendar:
-        return ModelSignature(inputs=Schema([TensorSpec(np.dtype(np.float64), shape)]), outputs=outputs)
+        inputs = Schema([TensorSpec(np.dtype(np.float64), shape)])
+        return ModelSignature(inputs=inputs, outputs=outputs, params=params)
     inputs = Schema(
         [
             TensorSpec(np.dtype(np.float64), shape, name="values"),
             TensorSpec(np.dtype(np.int64), (-1, lookback), name="timestamps"),
         ]
     )
-    return ModelSignature(inputs=inputs, outputs=outputs)
+    return ModelSignature(inputs=inputs, outputs=outputs, params=params)
 
 
 def input_example_for(

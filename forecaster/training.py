@@ -13,6 +13,7 @@ from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
 from pytorch_lightning.loggers import Logger
 
 from forecaster.config import ForecastConfig
+from forecaster.conformal import conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, PreparedSeries
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
@@ -47,7 +48,17 @@ def build_module(config: ForecastConfig, prepared: PreparedSeries) -> ForecastMo
         teacher_forcing=config.model.teacher_forcing if is_seq2seq else 0.0,
         teacher_forcing_decay=config.model.teacher_forcing_decay,
         target_scale=float(prepared.scaler.std[0]),
+        quantiles=config.model.quantiles,
     )
+
+
+def calibrate_conformal(predictor: Predictor, prepared: PreparedSeries, levels: list[float]) -> None:
+    """Split-conformal half-widths per horizon step from the validation windows (never test)."""
+    windows = prepared.windows("val")
+    times = windows.past_times() if predictor.uses_calendar else None
+    past = windows.past()
+    forecast = predictor.predict(past, times).mean
+    predictor.conformal = conformal_scores(windows.target(), forecast, past[:, :, 0], levels)
 
 
 def train_model(
@@ -97,6 +108,8 @@ def train_model(
         features=prepared.series.columns,
         frequency=prepared.series.frequency,
     )
+    if trainer.is_global_zero and not config.model.quantiles and config.intervals:
+        calibrate_conformal(predictor, prepared, config.intervals)
     return TrainedModel(
         predictor=predictor,
         best_val_loss=float(best) if best is not None else float("nan"),

@@ -190,6 +190,11 @@ def train(
     metrics_table(
         f"{outcome.run_name}: test split, {outcome.test_windows} windows, original units", outcome.metrics
     )
+    for level, result in outcome.intervals.items():
+        console.print(
+            f"{level}% prediction interval on test: coverage {result['coverage']:.1%}, "
+            f"mean width {result['width']:.4g}"
+        )
     console.print(
         f"run {outcome.run_id}  model {outcome.model_uri}  ({outcome.seconds:.1f} s, {outcome.epochs} epochs)"
     )

@@ -83,6 +83,12 @@ def log_evaluation(test: Evaluation, val: Evaluation, title: str) -> None:
             metrics.update(metric_dict(test, baseline, f"{baseline}_test"))
             metrics[f"test_skill_vs_{baseline}"] = test.skill("mae", baseline)
     metrics["test_windows"] = test.windows
+    for level, result in test.intervals.items():
+        percent = round(100 * level)
+        metrics[f"test_coverage_{percent}"] = result["coverage"]
+        metrics[f"test_interval_width_{percent}"] = result["width"]
+        for h, share in enumerate(result["coverage_by_step"], start=1):
+            mlflow.log_metric(f"test_coverage_{percent}_by_step", float(share), step=h)
     mlflow.log_metrics(metrics)
     for h, error in enumerate(test.per_step_mae[MODEL], start=1):
         mlflow.log_metric("test_mae_by_step", float(error), step=h)

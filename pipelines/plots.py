@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from forecaster.conformal import interval_quantiles  # noqa: E402
 from forecaster.evaluation import MODEL, Evaluation  # noqa: E402
 
 
@@ -27,6 +28,16 @@ def forecast_vs_actual(evaluation: Evaluation, title: str) -> Figure:
     for ax, i in zip(axes[:, 0], picks, strict=True):
         ax.plot(past_x, evaluation.past_target[i], color="0.5", label="input")
         ax.plot(future_x, evaluation.actual[i], color="black", label="actual")
+        for level in evaluation.intervals:
+            lower, upper = interval_quantiles(level)
+            ax.fill_between(
+                future_x,
+                evaluation.quantiles[lower][i],
+                evaluation.quantiles[upper][i],
+                alpha=0.2,
+                color="tab:blue",
+                label=f"{round(100 * level)}% interval",
+            )
         for name, forecast in evaluation.forecasts.items():
             style = "-" if name == MODEL else ":"
             ax.plot(future_x, forecast[i], style, label=name)

@@ -35,6 +35,7 @@ class TrainingOutcome:
     registered_version: str | None = None
     promotion: Promotion | None = None
     test_forecasts: np.ndarray | None = field(default=None, repr=False)  # (N, H) as computed here
+    intervals: dict[str, dict[str, float]] = field(default_factory=dict)  # "80" -> coverage, width
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -47,6 +48,7 @@ class TrainingOutcome:
             "test_windows": self.test_windows,
             "seconds": round(self.seconds, 2),
             "metrics": self.metrics,
+            "intervals": self.intervals,
         }
 
 
@@ -105,6 +107,10 @@ def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None
             seconds=0.0,
             epochs=trained.epochs_run,
             test_forecasts=test.forecasts[MODEL],
+            intervals={
+                str(round(100 * level)): {"coverage": r["coverage"], "width": r["width"]}
+                for level, r in test.intervals.items()
+            },
         )
         if config.tracking.registered_model:
             version = register(

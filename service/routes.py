@@ -76,6 +76,7 @@ def forecast_body(answer: Answer, timestamps: np.ndarray | None) -> dict[str, ob
     future = None if timestamps is None else used.predictor.future_times(timestamps[:, -1])
     means = prediction.mean.tolist()
     attention = None if prediction.attention is None else prediction.attention.tolist()
+    quantiles = {f"{q:g}": values.tolist() for q, values in prediction.quantiles.items()}
     forecasts = []
     for i, values in enumerate(means):
         forecast: dict[str, object] = {"values": values}
@@ -83,6 +84,8 @@ def forecast_body(answer: Answer, timestamps: np.ndarray | None) -> dict[str, ob
             forecast["timestamps"] = [str(t) for t in np.datetime_as_string(future[i], "s")]
         if attention is not None:
             forecast["attention"] = attention[i]
+        if quantiles:
+            forecast["quantiles"] = {level: rows[i] for level, rows in quantiles.items()}
         forecasts.append(forecast)
     ref = used.ref
     return {
@@ -116,6 +119,7 @@ async def describe_model(store: Store) -> ModelDescription:
         calendar_features=p.calendar_names,
         frequency=p.frequency,
         training_metrics=model.training_metrics,
+        interval_levels=p.interval_levels,
         device=model.device,
         dtype=str(p.dtype).removeprefix("torch."),
         last_reload_error=store.last_error,

@@ -109,6 +109,9 @@ class ForecastOut(BaseModel):
     values: list[float]
     timestamps: list[datetime] | None = None
     attention: list[list[float]] | None = Field(None, description="H rows of L weights, each summing to 1")
+    quantiles: dict[str, list[float]] | None = Field(
+        None, description='prediction-interval bounds by quantile level, e.g. {"0.1": [...], "0.9": [...]}'
+    )
 
 
 class PredictResponse(BaseModel):
@@ -138,6 +141,7 @@ class ModelDescription(BaseModel):
     calendar_features: list[str]
     frequency: str
     training_metrics: dict[str, float]
+    interval_levels: list[float]
     device: str
     dtype: str
     last_reload_error: str | None = None

@@ -23,9 +23,10 @@ def build_network(
         layers=config.layers,
         dropout=config.dropout,
         bidirectional=config.bidirectional,
+        quantiles=config.quantiles,
     )
     if config.architecture == "seq2seq":
         core = Seq2SeqForecaster(**common, attention=config.attention)
     else:
-        core = RecurrentForecaster(**common)
+        core = RecurrentForecaster(**common, segment_length=config.segment_length, highway=config.highway)
     return LevelNormalized(core, config.level_norm, series_features)

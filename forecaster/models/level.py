@@ -35,4 +35,5 @@ class LevelNormalized(nn.Module):
         target_level = level[:, :, 0]  # (B, 1)
         relative_target = None if target is None else target - target_level  # (B, H)
         out = self.network(shifted, future, relative_target, teacher_forcing)
-        return Forecast(mean=out.mean + target_level, attention=out.attention)  # (B, H)
+        quantiles = None if out.quantiles is None else out.quantiles + target_level.unsqueeze(-1)
+        return Forecast(mean=out.mean + target_level, attention=out.attention, quantiles=quantiles)

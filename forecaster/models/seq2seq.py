@@ -13,6 +13,7 @@ from torch import nn
 from forecaster.models.attention import BahdanauAttention
 from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
 from forecaster.models.output import Forecast
+from forecaster.models.quantiles import median_index
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -44,9 +45,12 @@ class Seq2SeqForecaster(nn.Module):
         dropout: float = 0.1,
         bidirectional: bool = False,
         attention: str = "bahdanau",
+        quantiles: list[float] | None = None,
     ) -> None:
         super().__init__()
         self.horizon = horizon
+        self.quantiles = list(quantiles or [])
+        self.median = median_index(self.quantiles) if self.quantiles else 0
         self.layers = layers
         self.directions = 2 if bidirectional else 1
         self.is_lstm = cell == "lstm"
@@ -59,7 +63,7 @@ class Seq2SeqForecaster(nn.Module):
         )
         decoder_input = 1 + future_size + context_size  # previous y, calendar, context
         self.decoder = recurrent_layer(cell, decoder_input, hidden_size, layers, dropout, False)
-        self.output = nn.Linear(hidden_size + context_size, 1)
+        self.output = nn.Linear(hidden_size + context_size, max(1, len(self.quantiles)))
 
     def _initial_state(self, state: State) -> State:
         if self.is_lstm:
@@ -90,12 +94,16 @@ class Seq2SeqForecaster(nn.Module):
             parts = [y_prev, context] if future is None else [y_prev, future[:, t], context]
             step_in = torch.cat(parts, dim=-1).unsqueeze(1)  # (B, 1, 1+K+C)
             out, state = self.decoder(step_in, state)  # (B, 1, hidden)
-            y = self.output(torch.cat([out.squeeze(1), context], dim=-1))  # (B, 1)
+            y = self.output(torch.cat([out.squeeze(1), context], dim=-1))  # (B, Q or 1)
             steps.append(y)
-            y_prev = self._next_input(y, target, t, teacher_forcing)
-        forecast = torch.cat(steps, dim=1)  # (B, H)
+            point = y[:, self.median : self.median + 1]  # (B, 1): the median is fed back
+            y_prev = self._next_input(point, target, t, teacher_forcing)
+        outputs = torch.stack(steps, dim=1)  # (B, H, Q or 1)
         attention = torch.stack(weights, dim=1) if weights else None  # (B, H, L)
-        return Forecast(mean=forecast, attention=attention)
+        if not self.quantiles:
+            return Forecast(mean=outputs.squeeze(-1), attention=attention)  # (B, H)
+        outputs = torch.sort(outputs, dim=-1).values  # quantiles never cross
+        return Forecast(mean=outputs[..., self.median], attention=attention, quantiles=outputs)
 
     @staticmethod
     def _next_input(y: torch.Tensor, target: torch.Tensor | None, t: int, ratio: float) -> torch.Tensor:

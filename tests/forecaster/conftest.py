@@ -14,6 +14,12 @@ NETWORKS = {
     "seq2seq-bi-attention": dict(
         architecture="seq2seq", cell="gru", attention="bahdanau", bidirectional=True
     ),
+    "lstm-segments": dict(cell="lstm", segment_length=4),
+    "gru-highway": dict(cell="gru", highway=6),
+    "lstm-quantiles": dict(cell="lstm", quantiles=[0.1, 0.5, 0.9]),
+    "seq2seq-attention-quantiles": dict(
+        architecture="seq2seq", attention="bahdanau", quantiles=[0.1, 0.5, 0.9]
+    ),
 }
 
 

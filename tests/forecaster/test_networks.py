@@ -8,6 +8,7 @@ from forecaster.config import ForecastConfig
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
 from forecaster.predictor import Predictor
+from tests.forecaster.conftest import NETWORKS
 
 B, L, H, F, K = 8, 12, 5, 3, 4
 
@@ -78,6 +79,7 @@ def test_save_load_gives_the_same_numbers(model_config, tmp_path):
             },
             "window": {"lookback": L, "horizon": H},
             "model": model_config.model_dump(),
+            "train": {"loss": "quantile" if model_config.quantiles else "mse"},
         }
     )
     torch.manual_seed(0)
@@ -89,6 +91,9 @@ def test_save_load_gives_the_same_numbers(model_config, tmp_path):
     loaded = Predictor.load(predictor.save(tmp_path / "model"))
     after = loaded.predict(windows, return_attention=True)
     np.testing.assert_array_equal(before.mean, after.mean)
+    assert before.quantiles.keys() == after.quantiles.keys()
+    for level in before.quantiles:
+        np.testing.assert_array_equal(before.quantiles[level], after.quantiles[level])
     if before.attention is not None:
         np.testing.assert_array_equal(before.attention, after.attention)
     with pytest.raises(ValueError, match="at least 12 steps"):
@@ -106,3 +111,34 @@ def test_teacher_forcing_changes_training_output_only_for_seq2seq():
     forced = network(past, None, target, teacher_forcing=1.0).mean
     assert torch.equal(free[:, 0], forced[:, 0])  # step 1 has no previous prediction to replace
     assert not torch.allclose(free[:, 1:], forced[:, 1:])
+
+
+@pytest.mark.parametrize("name", [n for n in NETWORKS if "quantiles" in n])
+def test_quantile_outputs_are_ordered_and_the_median_is_the_point_forecast(name):
+    from forecaster.config import ModelConfig
+
+    model_config = ModelConfig(hidden_size=16, **NETWORKS[name])
+    out = build_network(model_config, F, K, H)(*batch()[:2])
+    assert out.quantiles.shape == (B, H, 3)
+    assert (out.quantiles[..., 0] <= out.quantiles[..., 1]).all()
+    assert (out.quantiles[..., 1] <= out.quantiles[..., 2]).all()
+    torch.testing.assert_close(out.mean, out.quantiles[..., 1])
+
+
+def test_pinball_loss_on_hand_values():
+    from forecaster.models.quantiles import pinball_loss
+
+    predicted = torch.tensor([[[1.0, 2.0]]])  # (B=1, H=1, Q=2)
+    target = torch.tensor([[3.0]])
+    levels = torch.tensor([0.1, 0.9])
+    # under-forecast by 2 and 1: 0.1*2 and 0.9*1, averaged
+    assert pinball_loss(predicted, target, levels).item() == pytest.approx((0.2 + 0.9) / 2)
+
+
+def test_segment_length_must_divide_lookback():
+    from forecaster.config import ForecastConfig
+
+    with pytest.raises(ValueError, match="must divide window.lookback"):
+        ForecastConfig.model_validate(
+            {"data": {"dataset": "etth1"}, "window": {"lookback": 10}, "model": {"segment_length": 4}}
+        )

@@ -46,6 +46,8 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     ):
         assert np.isfinite(metrics[name]), name
     assert metrics["test_mae"] == pytest.approx(result["metrics"]["model"]["mae"])
+    assert 0 < metrics["test_coverage_80"] <= 1 and metrics["test_interval_width_80"] > 0
+    assert result["intervals"]["80"]["coverage"] == pytest.approx(metrics["test_coverage_80"])
     # per-epoch curves, stepped by epoch
     for name in ("train_loss", "val_loss", "val_mae"):
         history = client.get_metric_history(run.info.run_id, name)
@@ -79,6 +81,9 @@ mlflow.set_tracking_uri(sys.argv[1])
 model = mlflow.pyfunc.load_model("models:/reload@champion")
 windows = np.load(sys.argv[2])
 np.save(sys.argv[3], model.predict(windows))
+bounds = model.predict(windows, params={"intervals": True})
+assert sorted(bounds) == ["0.1", "0.9", "forecast"], sorted(bounds)
+assert (bounds["0.1"] < bounds["forecast"]).all() and (bounds["forecast"] < bounds["0.9"]).all()
 """
 
 
@@ -183,3 +188,10 @@ def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
         f"tags.mlflow.parentRunId = '{summary['run_id']}'",
     )
     assert len(folds) == 2
+
+
+def test_quantile_model_trains_and_reports_its_own_intervals(tracking_uri):
+    result = train_json(tracking_uri, "train.loss=quantile", "model.quantiles=[0.1,0.5,0.9]")
+    run = mlflow.MlflowClient(tracking_uri).get_run(result["run_id"])
+    assert 0 < run.data.metrics["test_coverage_80"] <= 1
+    assert run.data.params["model.quantiles"] == "0.1,0.5,0.9"

@@ -57,6 +57,10 @@ def test_each_family_round_trips_and_matches_pyfunc(family, model_store):
             np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
         else:
             assert attention == [None] * 3
+        bounds = answer["forecasts"][0]["quantiles"]
+        assert {"0.1", "0.9"} <= set(bounds), bounds.keys()
+        assert all(lo <= hi for lo, hi in zip(bounds["0.1"], bounds["0.9"], strict=True))
+        assert info["interval_levels"] == [0.8]
         if timestamps is not None:
             assert answer["forecasts"][0]["timestamps"][0].startswith(
                 str(stamps[-1] + np.timedelta64(1, "D"))

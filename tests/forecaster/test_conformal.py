@@ -1,0 +1,32 @@
+import numpy as np
+import pytest
+
+from forecaster.conformal import conformal_scores, coverage, interval_quantiles, window_volatility
+
+
+def synthetic(n: int, seed: int):
+    """Windows whose volatility varies 10x, errors proportional to it: exchangeable by design."""
+    rng = np.random.default_rng(seed)
+    scale = rng.uniform(0.1, 1.0, size=(n, 1))
+    past = np.cumsum(rng.normal(0, 1, size=(n, 30)) * scale, axis=1)
+    forecast = np.repeat(past[:, -1:], 5, axis=1)
+    actual = forecast + rng.normal(0, 1, size=(n, 5)) * scale * np.arange(1, 6)
+    return past, forecast, actual
+
+
+def test_normalised_split_conformal_covers_the_requested_share():
+    past, forecast, actual = synthetic(4000, seed=0)
+    scores = conformal_scores(actual, forecast, past, [0.8, 0.95])
+    test_past, test_forecast, test_actual = synthetic(4000, seed=1)
+    volatility = window_volatility(test_past)
+    for level, expected in [(0.8, 0.8), (0.95, 0.95)]:
+        width = scores[level] * volatility
+        result = coverage(test_actual, test_forecast - width, test_forecast + width)
+        assert result["coverage"] == pytest.approx(expected, abs=0.02)
+        assert result["coverage_by_step"].shape == (5,)
+    assert (np.diff(scores[0.8]) > 0).all()  # later steps are less certain: wider
+
+
+def test_interval_quantiles():
+    assert interval_quantiles(0.8) == (0.1, 0.9)
+    assert interval_quantiles(0.95) == (0.025, 0.975)
