@@ -38,6 +38,9 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*type hint.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
     warnings.filterwarnings("ignore", message=".*dataset source can be interpreted.*")
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name in ("alembic", "pytorch_lightning", "lightning.pytorch", "lightning_fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)
     for name in ("mlflow", "mlflow.pyfunc", "mlflow.models"):
@@ -252,6 +255,45 @@ def backtest(
     result = run_backtest(run_config, folds, connect(resolve_tracking_uri(tracking_uri)))
     if as_json:
         print(json.dumps(result))
+
+
+@app.command()
+@user_errors
+def sweep(
+    config: Annotated[str, typer.Option("--config", "-c", help="base config; the search varies the model")],
+    trials: Annotated[int, typer.Option(min=1)] = 20,
+    overrides: Annotated[list[str] | None, typer.Option("--set")] = None,
+    storage: Annotated[str | None, typer.Option(help="Optuna RDB URL, shared by several machines")] = None,
+    study: Annotated[str | None, typer.Option(help="study name (resumed if it exists in --storage)")] = None,
+    register: Annotated[str | None, typer.Option(help="register the re-trained best model")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Hyperparameter search with Optuna; each trial a nested MLflow run; best re-trained."""
+    from pipelines.config import load_run_config
+    from pipelines.sweep import run_sweep
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    run_config = load_run_config(config, overrides)
+    if register:
+        run_config.tracking.registered_model = register
+    if as_json:
+        run_config.train.progress_bar = False
+    result = run_sweep(run_config, trials, connect(resolve_tracking_uri(tracking_uri)), storage, study)
+    best = result.best_run
+    print(f"best val MAE {result.best_value:.4f} with {result.best_params}")
+    if best is not None:
+        print(
+            f"re-trained best: run {best.run_id}, test MAE {best.metrics['model']['mae']:.4f} "
+            f"(naive {best.metrics['naive']['mae']:.4f})"
+            + (
+                f"; registered {best.registered_name} v{best.registered_version}"
+                if best.registered_name
+                else ""
+            )
+        )
+    if as_json:
+        print(json.dumps(result.as_json()))
 
 
 @app.command()

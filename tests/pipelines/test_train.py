@@ -182,6 +182,7 @@ def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
     assert backtest.exit_code == 0, backtest.output
     summary = json.loads(backtest.stdout.strip().splitlines()[-1])
     assert len(summary["folds"]) == 2 and "naive" in summary["summary"]
+    assert len(summary["skill_vs_naive"]) == 2
     client = mlflow.MlflowClient(tracking_uri)
     folds = client.search_runs(
         [client.get_run(summary["run_id"]).info.experiment_id],

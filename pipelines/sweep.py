@@ -1,0 +1,176 @@
+"""`forecast sweep`: Optuna search over model family, cell, direction, size, depth, dropout,
+look-back, learning rate and teacher forcing. Each trial is a nested MLflow run scored on the
+validation split (never test); bad trials are pruned from their validation curve; the best trial
+is re-trained as a normal run (test metrics, model) and registered if asked. With an RDB storage
+URL (sqlite:///optuna.db, postgresql://...) several machines can work on one study."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import mlflow
+import optuna
+import pytorch_lightning as pl
+
+from forecaster.config import ForecastConfig
+from forecaster.data.datamodule import prepare_series
+from forecaster.data.source import load_from_config
+from forecaster.errors import ConfigError
+from forecaster.evaluation import evaluate
+from forecaster.training import train_model
+from pipelines.config import RunConfig
+from pipelines.console import console, table
+from pipelines.logging_run import flatten
+from pipelines.tracking import ensure_experiment, environment_tags
+from pipelines.train import TrainingOutcome, default_run_name, run_training
+
+HIDDEN_SIZES = (16, 32, 64, 128)
+
+
+class OptunaPruning(pl.Callback):
+    """Report val MAE each epoch; stop the trial when Optuna's pruner says it is hopeless."""
+
+    def __init__(self, trial: optuna.Trial) -> None:
+        self.trial = trial
+
+    def on_validation_epoch_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or "val_mae" not in trainer.callback_metrics:
+            return
+        epoch = trainer.current_epoch
+        self.trial.report(float(trainer.callback_metrics["val_mae"]), step=epoch)
+        if self.trial.should_prune():
+            raise optuna.TrialPruned(f"pruned at epoch {epoch}")
+
+
+def lookback_choices(base: ForecastConfig) -> list[int]:
+    lookback, segment = base.window.lookback, base.model.segment_length
+    choices = sorted({max(2, lookback // 2), lookback, lookback * 2})
+    return [c for c in choices if not segment or c % segment == 0] or [lookback]
+
+
+def suggest(trial: optuna.Trial, base: RunConfig) -> RunConfig:
+    """The base config with this trial's choices; the search space is documented here."""
+    data = base.model_dump()
+    model, train, window = data["model"], data["train"], data["window"]
+    model["architecture"] = trial.suggest_categorical("architecture", ["many_to_one", "seq2seq"])
+    model["cell"] = trial.suggest_categorical("cell", ["rnn", "lstm", "gru"])
+    model["bidirectional"] = trial.suggest_categorical("bidirectional", [False, True])
+    model["hidden_size"] = trial.suggest_categorical("hidden_size", list(HIDDEN_SIZES))
+    model["layers"] = trial.suggest_int("layers", 1, 3)
+    model["dropout"] = trial.suggest_float("dropout", 0.0, 0.3)
+    window["lookback"] = trial.suggest_categorical("lookback", lookback_choices(base))
+    train["learning_rate"] = trial.suggest_float("learning_rate", 1e-4, 1e-2, log=True)
+    if model["architecture"] == "seq2seq":
+        model["attention"] = trial.suggest_categorical("attention", ["none", "bahdanau"])
+        model["teacher_forcing"] = trial.suggest_float("teacher_forcing", 0.0, 1.0)
+        model["teacher_forcing_decay"] = trial.suggest_float("teacher_forcing_decay", 0.5, 1.0)
+        model["segment_length"] = 0
+    train["progress_bar"] = False
+    return RunConfig.model_validate(data)
+
+
+@dataclass
+class SweepResult:
+    study_name: str
+    best_value: float
+    best_params: dict[str, Any]
+    trials: list[dict[str, Any]]
+    best_run: TrainingOutcome | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "study": self.study_name,
+            "best_val_mae": self.best_value,
+            "best_params": self.best_params,
+            "trials": self.trials,
+            "best_run": None if self.best_run is None else self.best_run.as_json(),
+        }
+
+
+def run_sweep(
+    base: RunConfig,
+    trials: int,
+    tracking_uri: str,
+    storage: str | None = None,
+    study_name: str | None = None,
+    retrain_best: bool = True,
+) -> SweepResult:
+    forecast_base = base.forecast_config()
+    series = load_from_config(forecast_base.data)  # once: every trial sees the same data
+    study_name = study_name or f"sweep-{default_run_name(base)}"
+    study = optuna.create_study(
+        study_name=study_name,
+        storage=storage,
+        load_if_exists=True,
+        direction="minimize",
+        sampler=optuna.samplers.TPESampler(seed=base.train.seed),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1),
+    )
+    experiment_id = ensure_experiment(base.tracking.experiment, tracking_uri)
+    tags = {"role": "sweep", "study": study_name, **environment_tags()}
+
+    def objective(trial: optuna.Trial) -> float:
+        config = suggest(trial, base)
+        trial_tags = {
+            **tags,
+            "role": "sweep-trial",
+            "trial": str(trial.number),
+            "model.family": config.model.family,
+        }
+        with mlflow.start_run(
+            run_name=f"trial-{trial.number}", nested=True, experiment_id=experiment_id, tags=trial_tags
+        ) as run:
+            mlflow.log_params(flatten(config.model_dump(mode="json")))
+            try:
+                forecast_config = config.forecast_config()
+                prepared = prepare_series(series, forecast_config)
+                trained = train_model(forecast_config, prepared, callbacks=[OptunaPruning(trial)])
+            except (optuna.TrialPruned, ConfigError) as exc:
+                mlflow.set_tag("pruned", str(exc))
+                mlflow.end_run(status="KILLED")
+                raise optuna.TrialPruned(str(exc)) from None
+            validation = evaluate(trained.predictor, prepared, "val")
+            value = validation.metrics["model"]["mae"]
+            mlflow.log_metrics({"best_val_mae": value, "naive_val_mae": validation.metrics["naive"]["mae"]})
+            trial.set_user_attr("run_id", run.info.run_id)
+        console.print(
+            f"trial {trial.number}: val MAE {value:.4f} ({config.model.family}, L={config.window.lookback})"
+        )
+        return value
+
+    with mlflow.start_run(experiment_id=experiment_id, run_name=study_name, tags=tags):
+        mlflow.log_params({"sweep.trials": trials, "sweep.storage": storage or "in-memory"})
+        study.optimize(objective, n_trials=trials, catch=())
+        completed = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        if not completed:
+            raise ConfigError(f"all {len(study.trials)} trials were pruned or failed; widen the settings")
+        mlflow.log_metric("best_val_mae", study.best_value)
+        mlflow.log_dict(study.best_params, "best_params.json")
+    summary = [
+        {"number": t.number, "state": t.state.name, "val_mae": t.value, **t.params} for t in study.trials
+    ]
+    table(
+        f"study {study_name}: {len(completed)} complete of {len(study.trials)}",
+        ["trial", "state", "val MAE", "architecture", "cell", "hidden", "layers", "lookback"],
+        [
+            [
+                t["number"],
+                t["state"],
+                t["val_mae"],
+                t.get("architecture"),
+                t.get("cell"),
+                t.get("hidden_size"),
+                t.get("layers"),
+                t.get("lookback"),
+            ]
+            for t in summary
+        ],
+    )
+    best_run = None
+    if retrain_best:
+        best = suggest(optuna.trial.FixedTrial(study.best_params), base)
+        best.train.progress_bar = base.train.progress_bar
+        best.tracking.run_name = f"{study_name}-best"
+        best_run = run_training(best, tracking_uri)
+    return SweepResult(study_name, study.best_value, study.best_params, summary, best_run)
