@@ -37,9 +37,19 @@ NETWORKS = {
     "lstm": {"cell": "lstm", "hidden_size": 64, "layers": 2},
     "gru": {"cell": "gru", "hidden_size": 64, "layers": 2},
     "bi-lstm": {"cell": "lstm", "hidden_size": 64, "layers": 2, "bidirectional": True},
-    "seq2seq": {"architecture": "seq2seq", "cell": "gru", "attention": "none", "hidden_size": 64, "layers": 1},
+    "seq2seq": {
+        "architecture": "seq2seq",
+        "cell": "gru",
+        "attention": "none",
+        "hidden_size": 64,
+        "layers": 1,
+    },
     "seq2seq-attention": {
-        "architecture": "seq2seq", "cell": "gru", "attention": "bahdanau", "hidden_size": 64, "layers": 1,
+        "architecture": "seq2seq",
+        "cell": "gru",
+        "attention": "bahdanau",
+        "hidden_size": 64,
+        "layers": 1,
     },
     "seg-lstm": {"cell": "lstm", "hidden_size": 128, "layers": 1, "segment_length": 24},
     "seg-gru": {"cell": "gru", "hidden_size": 128, "layers": 1, "segment_length": 24},
@@ -47,16 +57,43 @@ NETWORKS = {
 
 PUBLISHED = {
     96: {
-        "LSTMa (Informer, AAAI 2021)": {24: (.114, .272), 48: (.193, .358), 168: (.236, .392), 336: (.590, .698), 720: (.683, .768)},
-        "Informer (AAAI 2021)": {24: (.098, .247), 48: (.158, .319), 168: (.183, .346), 336: (.222, .387), 720: (.269, .435)},
-        "Darts 0.48 BlockRNN LSTM (measured by the issue)": {24: (.130, .296), 96: (.334, .512)},
-        "Darts BlockRNN LSTM + RevIN (measured by the issue)": {24: (.0383, .152), 96: (.0649, .197)},
-        "neuralforecast 3.3 LSTM (measured by the issue)": {24: (.0461, .166)},
+        "LSTMa (Informer, AAAI 2021)": {
+            24: (0.114, 0.272),
+            48: (0.193, 0.358),
+            168: (0.236, 0.392),
+            336: (0.590, 0.698),
+            720: (0.683, 0.768),
+        },
+        "Informer (AAAI 2021)": {
+            24: (0.098, 0.247),
+            48: (0.158, 0.319),
+            168: (0.183, 0.346),
+            336: (0.222, 0.387),
+            720: (0.269, 0.435),
+        },
+        "Darts 0.48 BlockRNN LSTM (measured by the issue)": {24: (0.130, 0.296), 96: (0.334, 0.512)},
+        "Darts BlockRNN LSTM + RevIN (measured by the issue)": {24: (0.0383, 0.152), 96: (0.0649, 0.197)},
+        "neuralforecast 3.3 LSTM (measured by the issue)": {24: (0.0461, 0.166)},
     },
     336: {
-        "DLinear (AAAI 2023)": {96: (.056, .180), 192: (.071, .204), 336: (.098, .244), 720: (.189, .359)},
-        "NLinear (AAAI 2023)": {96: (.053, .177), 192: (.069, .204), 336: (.081, .226), 720: (.080, .226)},
-        "PatchTST (ICLR 2023)": {96: (.055, .179), 192: (.071, .205), 336: (.081, .225), 720: (.087, .232)},
+        "DLinear (AAAI 2023)": {
+            96: (0.056, 0.180),
+            192: (0.071, 0.204),
+            336: (0.098, 0.244),
+            720: (0.189, 0.359),
+        },
+        "NLinear (AAAI 2023)": {
+            96: (0.053, 0.177),
+            192: (0.069, 0.204),
+            336: (0.081, 0.226),
+            720: (0.080, 0.226),
+        },
+        "PatchTST (ICLR 2023)": {
+            96: (0.055, 0.179),
+            192: (0.071, 0.205),
+            336: (0.081, 0.225),
+            720: (0.087, 0.232),
+        },
     },
 }
 
@@ -105,9 +142,19 @@ def run_config(lookback: int, horizon: int, network: str, seed: int, epochs: int
             "split": PAPER_SPLIT,
             "window": {"lookback": lookback, "horizon": horizon, "stride": 1},
             "model": {"dropout": 0.1, "level_norm": "last", **NETWORKS[network]},
-            "train": {"epochs": epochs, "patience": 3, "batch_size": 128, "learning_rate": 1e-3, "seed": seed,
-                      "progress_bar": False, "accelerator": accelerator},
-            "tracking": {"experiment": "ett-benchmark", "run_name": f"{network}-L{lookback}-H{horizon}-seed{seed}"},
+            "train": {
+                "epochs": epochs,
+                "patience": 3,
+                "batch_size": 128,
+                "learning_rate": 1e-3,
+                "seed": seed,
+                "progress_bar": False,
+                "accelerator": accelerator,
+            },
+            "tracking": {
+                "experiment": "ett-benchmark",
+                "run_name": f"{network}-L{lookback}-H{horizon}-seed{seed}",
+            },
         }
     )
 
@@ -117,11 +164,15 @@ def fmt(pair: tuple[float, float] | None, digits: int = 3) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--full", action="store_true", help="every network, horizon and 3 seeds")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--accelerator", default="auto")
-    parser.add_argument("--tracking-uri", default=os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db"))
+    parser.add_argument(
+        "--tracking-uri", default=os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")
+    )
     parser.add_argument("--output", default=str(REPO / "benchmarks" / "results"))
     args = parser.parse_args()
 
@@ -156,19 +207,24 @@ def main() -> None:
                     result.coverage.append(outcome.intervals["80"]["coverage"])
                 baselines[(plan.lookback, horizon)] = {
                     name: (v["rmse"] ** 2 / std**2, v["mae"] / std, v["mae"])
-                    for name, v in outcome.metrics.items() if name != "model"
+                    for name, v in outcome.metrics.items()
+                    if name != "model"
                 }
-                print(f"{plan.network:>17} L={plan.lookback:<3} H={horizon:<3} seed {seed}: "
-                      f"MSE {result.scores[-1][0]:.4f} MAE {result.scores[-1][1]:.4f} "
-                      f"({m['mae']:.3f} degC) {seconds:6.1f} s", flush=True)
+                print(
+                    f"{plan.network:>17} L={plan.lookback:<3} H={horizon:<3} seed {seed}: "
+                    f"MSE {result.scores[-1][0]:.4f} MAE {result.scores[-1][1]:.4f} "
+                    f"({m['mae']:.3f} degC) {seconds:6.1f} s",
+                    flush=True,
+                )
     report = render(results, baselines, time.perf_counter() - started, std)
     print("\n" + report)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (out / f"ett-{stamp}.md").write_text(report)
-    (out / f"ett-{stamp}.json").write_text(json.dumps(
-        {f"{k[0]}/{k[1]}/{k[2]}": vars(v) for k, v in results.items()}, indent=1))
+    (out / f"ett-{stamp}.json").write_text(
+        json.dumps({f"{k[0]}/{k[1]}/{k[2]}": vars(v) for k, v in results.items()}, indent=1)
+    )
 
 
 def mean_pair(result: Result) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -179,16 +235,23 @@ def mean_pair(result: Result) -> tuple[tuple[float, float], tuple[float, float]]
 
 
 def render(results, baselines, total_seconds: float, std: float) -> str:
-    lines = [f"ETTh1 univariate (OT), paper protocol; z-score std of OT on train rows = {std:.4f} degC.",
-             "Cells: MSE/MAE on the z-scored scale; learned models: mean over seeds (n), +- sample std.", ""]
+    lines = [
+        f"ETTh1 univariate (OT), paper protocol; z-score std of OT on train rows = {std:.4f} degC.",
+        "Cells: MSE/MAE on the z-scored scale; learned models: mean over seeds (n), +- sample std.",
+        "",
+    ]
     for lookback, horizons in HORIZONS.items():
         lines.append(f"### Look-back {lookback}")
         lines.append("")
         lines.append("| model | " + " | ".join(f"H={h}" for h in horizons) + " |")
         lines.append("|---|" + "---|" * len(horizons))
         for name in ("naive", "seasonal_naive"):
-            cells = [fmt(baselines.get((lookback, h), {}).get(name, (None, None))[:2], 4)
-                     if (lookback, h) in baselines else "" for h in horizons]
+            cells = [
+                fmt(baselines.get((lookback, h), {}).get(name, (None, None))[:2], 4)
+                if (lookback, h) in baselines
+                else ""
+                for h in horizons
+            ]
             lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
         for network in NETWORKS:
             row = []
@@ -199,7 +262,9 @@ def render(results, baselines, total_seconds: float, std: float) -> str:
                     continue
                 (mse, mae), (smse, smae) = mean_pair(result)
                 n = len(result.scores)
-                row.append(f"{mse:.4f}/{mae:.4f}" + (f" (+-{smse:.4f}/{smae:.4f}, n={n})" if n > 1 else " (n=1)"))
+                row.append(
+                    f"{mse:.4f}/{mae:.4f}" + (f" (+-{smse:.4f}/{smae:.4f}, n={n})" if n > 1 else " (n=1)")
+                )
             if any(row):
                 lines.append(f"| **{network}** | " + " | ".join(row) + " |")
         for paper, figures in PUBLISHED[lookback].items():
@@ -224,8 +289,10 @@ def render(results, baselines, total_seconds: float, std: float) -> str:
                 row.append(f"{mae_c:.3f} degC, {statistics.mean(result.seconds):.0f} s{coverage}")
             if any(row):
                 lines.append(f"| {network}: MAE degC, s/config | " + " | ".join(row) + " |")
-        naive_c = [f"{baselines[(lookback, h)]['naive'][2]:.3f} degC" if (lookback, h) in baselines else ""
-                   for h in horizons]
+        naive_c = [
+            f"{baselines[(lookback, h)]['naive'][2]:.3f} degC" if (lookback, h) in baselines else ""
+            for h in horizons
+        ]
         lines.append("| naive: MAE degC | " + " | ".join(naive_c) + " |")
         lines.append("")
     lines.append(f"Total wall time: {total_seconds / 60:.1f} min.")

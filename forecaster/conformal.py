@@ -1,13 +1,14 @@
 """Prediction intervals: split-conformal for point models, coverage checks for any model.
 
 Point models get locally weighted (normalised) split-conformal intervals: the score of a
-validation window is its absolute error divided by the window's own volatility (the standard
-deviation of the target's step-to-step changes over the look-back), and the interval for a new
-window is the score quantile times that window's volatility, per horizon step, with the (n+1)/n
-finite-sample correction. Scaling by volatility keeps coverage when calm and turbulent periods
-differ between validation and test (ETTh1's summer validation vs winter test). Validation windows
-overlap, so exchangeability holds only approximately: test coverage is reported beside every
-interval so a user sees how close it is."""
+validation window is its absolute error divided by the window's recent volatility (the mean
+absolute step-to-step change of the target over the last seasonal period of the look-back: a day
+of hourly data, a week of daily data), and the interval for a new window is the score quantile
+times that window's volatility, per horizon step, with the (n+1)/n finite-sample correction.
+Scaling by recent volatility keeps coverage when calm and turbulent spells differ between
+validation and test (ETTh1's summer validation vs its winter test). Validation windows overlap,
+so exchangeability holds only approximately: test coverage is reported beside every interval so a
+user sees how close it is."""
 
 from __future__ import annotations
 
@@ -22,19 +23,26 @@ def interval_quantiles(level: float) -> tuple[float, float]:
     return lower, round(1 - lower, 6)
 
 
-def window_volatility(past_target: np.ndarray) -> np.ndarray:
-    """(N, L) raw target windows -> (N, 1) std of step-to-step changes (floored, never 0)."""
-    changes = np.diff(past_target, axis=1)
-    volatility = changes.std(axis=1, keepdims=True) if changes.shape[1] > 1 else np.abs(changes)
+def window_volatility(past_target: np.ndarray, span: int) -> np.ndarray:
+    """(N, L) raw target windows -> (N, 1) mean absolute change over the last ``span`` steps
+    (floored, never 0). A recent span tracks calm and turbulent spells better than the whole
+    window (chosen on a split of the validation period, not on test)."""
+    changes = np.abs(np.diff(past_target[:, -(span + 1) :], axis=1))  # (N, span)
+    volatility = changes.mean(axis=1, keepdims=True)
     return np.maximum(volatility, 1e-6 * (np.abs(past_target).mean() + 1.0))
 
 
+def volatility_span(lookback: int, period: int) -> int:
+    """The last seasonal period of the look-back, at least 2 steps, at most L - 1."""
+    return max(1, min(max(period, 2), lookback - 1))
+
+
 def conformal_scores(
-    actual: np.ndarray, forecast: np.ndarray, past_target: np.ndarray, levels: list[float]
+    actual: np.ndarray, forecast: np.ndarray, past_target: np.ndarray, levels: list[float], span: int
 ) -> dict[float, np.ndarray]:
     """(N, H) validation actuals and point forecasts, (N, L) their input windows -> level -> (H,)
     score quantiles; a new window's half-width is score x its volatility."""
-    residuals = np.abs(actual - forecast) / window_volatility(past_target)  # (N, H)
+    residuals = np.abs(actual - forecast) / window_volatility(past_target, span)  # (N, H)
     n = len(residuals)
     widths = {}
     for level in levels:

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from forecaster.config import ForecastConfig
-from forecaster.conformal import interval_quantiles, window_volatility
+from forecaster.conformal import interval_quantiles, volatility_span, window_volatility
 from forecaster.data.calendar import calendar_feature_names, calendar_features, is_sub_daily
-from forecaster.data.frequency import step_of
+from forecaster.data.frequency import seasonal_period, step_of
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
 
@@ -73,6 +73,11 @@ class Predictor:
         return model.architecture == "seq2seq" and model.attention == "bahdanau"
 
     @property
+    def volatility_span(self) -> int:
+        """Steps of recent history that scale conformal intervals (one seasonal period)."""
+        return volatility_span(self.lookback, seasonal_period(self.frequency))
+
+    @property
     def interval_levels(self) -> list[float]:
         """Central interval levels this model can give: its conformal ones, or those its quantile
         outputs bracket."""
@@ -125,7 +130,7 @@ class Predictor:
         if native is not None:
             return {q: native[..., i] for i, q in enumerate(self.config.model.quantiles)}
         bounds = {}
-        volatility = window_volatility(past_target) if self.conformal else None  # (N, 1)
+        volatility = window_volatility(past_target, self.volatility_span) if self.conformal else None
         for level, score in sorted(self.conformal.items()):
             lower, upper = interval_quantiles(level)
             width = score * volatility  # (N, H)

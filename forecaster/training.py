@@ -58,7 +58,9 @@ def calibrate_conformal(predictor: Predictor, prepared: PreparedSeries, levels: 
     times = windows.past_times() if predictor.uses_calendar else None
     past = windows.past()
     forecast = predictor.predict(past, times).mean
-    predictor.conformal = conformal_scores(windows.target(), forecast, past[:, :, 0], levels)
+    predictor.conformal = conformal_scores(
+        windows.target(), forecast, past[:, :, 0], levels, predictor.volatility_span
+    )
 
 
 def train_model(

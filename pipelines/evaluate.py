@@ -10,6 +10,7 @@ import mlflow
 from forecaster.config import DataConfig, ForecastConfig
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
+from forecaster.errors import ConfigError
 from forecaster.evaluation import evaluate
 from forecaster.predictor import Predictor
 from pipelines.logging_run import log_evaluation
@@ -30,14 +31,8 @@ def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConf
         base["target"] = own.target or predictor.features[0]
     base.update(overrides)
     if base["path"] is not None and (base["time_column"] is None or base["target"] is None):
-        raise_missing(base)
+        raise ConfigError(f"{base['path']}: give --time-column and --target for this file")
     return DataConfig.model_validate(base)
-
-
-def raise_missing(base: dict[str, Any]) -> None:
-    from forecaster.errors import ConfigError
-
-    raise ConfigError(f"{base['path']}: give --time-column and --target for this file")
 
 
 def config_with_data(predictor: Predictor, data: DataConfig) -> ForecastConfig:

@@ -46,6 +46,7 @@ def forecast_vs_actual(evaluation: Evaluation, title: str) -> Figure:
             fontsize=9,
         )
         ax.axvline(-0.5, color="0.8")
+    axes[-1, 0].set_xlabel("steps relative to the first forecast step")
     axes[0, 0].legend(loc="upper left", fontsize=8, ncol=5)
     fig.suptitle(title)
     fig.tight_layout()

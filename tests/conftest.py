@@ -28,6 +28,18 @@ TINY = [
 ]
 
 
+# Every model family, as --set overrides on top of TINY.
+FAMILIES = {
+    "rnn": ["model.cell=rnn"],
+    "lstm": ["model.cell=lstm"],
+    "gru": ["model.cell=gru"],
+    "bi-gru": ["model.cell=gru", "model.bidirectional=true"],
+    "bi-lstm": ["model.cell=lstm", "model.bidirectional=true"],
+    "seq2seq": ["model.architecture=seq2seq", "model.attention=none"],
+    "seq2seq-attention": ["model.architecture=seq2seq", "model.attention=bahdanau"],
+}
+
+
 @pytest.fixture
 def tracking_uri(tmp_path, monkeypatch) -> str:
     """A SQLite store in a temporary working directory (artifacts land in its mlartifacts/)."""

@@ -1,7 +1,13 @@
 import numpy as np
 import pytest
 
-from forecaster.conformal import conformal_scores, coverage, interval_quantiles, window_volatility
+from forecaster.conformal import (
+    conformal_scores,
+    coverage,
+    interval_quantiles,
+    volatility_span,
+    window_volatility,
+)
 
 
 def synthetic(n: int, seed: int):
@@ -16,9 +22,9 @@ def synthetic(n: int, seed: int):
 
 def test_normalised_split_conformal_covers_the_requested_share():
     past, forecast, actual = synthetic(4000, seed=0)
-    scores = conformal_scores(actual, forecast, past, [0.8, 0.95])
+    scores = conformal_scores(actual, forecast, past, [0.8, 0.95], span=10)
     test_past, test_forecast, test_actual = synthetic(4000, seed=1)
-    volatility = window_volatility(test_past)
+    volatility = window_volatility(test_past, span=10)
     for level, expected in [(0.8, 0.8), (0.95, 0.95)]:
         width = scores[level] * volatility
         result = coverage(test_actual, test_forecast - width, test_forecast + width)
@@ -30,3 +36,9 @@ def test_normalised_split_conformal_covers_the_requested_share():
 def test_interval_quantiles():
     assert interval_quantiles(0.8) == (0.1, 0.9)
     assert interval_quantiles(0.95) == (0.025, 0.975)
+
+
+def test_volatility_span_is_one_season_within_the_window():
+    assert volatility_span(lookback=96, period=24) == 24
+    assert volatility_span(lookback=14, period=24) == 13
+    assert volatility_span(lookback=28, period=1) == 2

@@ -14,17 +14,8 @@ from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
 from pipelines.config import load_run_config
 from pipelines.train import run_training
-from tests.conftest import TINY
+from tests.conftest import FAMILIES, TINY
 from tests.pipelines.helpers import forecast, train_json
-
-FAMILIES = {
-    "rnn": ["model.cell=rnn"],
-    "lstm": ["model.cell=lstm"],
-    "gru": ["model.cell=gru"],
-    "bi-gru": ["model.cell=gru", "model.bidirectional=true"],
-    "seq2seq": ["model.architecture=seq2seq", "model.attention=none"],
-    "seq2seq-attention": ["model.architecture=seq2seq", "model.attention=bahdanau"],
-}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

@@ -13,15 +13,14 @@ from pipelines.config import load_run_config
 from pipelines.train import run_training
 from service.main import create_app
 from service.settings import ServiceSettings
+from tests.conftest import FAMILIES as FAMILIES_BASE
 from tests.conftest import TINY
 
 FAMILIES = {
-    "rnn": ["model.cell=rnn"],
-    "lstm": ["model.cell=lstm"],
-    "gru": ["model.cell=gru"],
-    "bi-lstm": ["model.cell=lstm", "model.bidirectional=true"],
-    "seq2seq": ["model.architecture=seq2seq", "model.attention=none"],
-    "seq2seq-attention": ["model.architecture=seq2seq", "model.attention=bahdanau"],
+    **{
+        name: FAMILIES_BASE[name]
+        for name in ("rnn", "lstm", "gru", "bi-lstm", "seq2seq", "seq2seq-attention")
+    },
     "ibm-ohlcv": ["data.dataset=ibm", "data.covariates=[Open,High,Low,Volume]"],
     "calendar": ["data.calendar_features=true", "model.architecture=seq2seq"],
 }
