@@ -157,7 +157,9 @@ def test_concurrent_requests_are_batched_and_each_caller_gets_its_own_forecast(m
             answers = list(pool.map(call, windows))
         got = np.array([a["forecasts"][0]["values"] for a in answers])
         expected = pyfunc_forecast(model_store, "svc-gru", np.asarray(windows))
-        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        # float32 kernels round differently for different batch sizes (~1e-7 relative); windows
+        # sit 1 degC apart, so a caller given another caller's row would miss by far more
+        np.testing.assert_allclose(got, expected, rtol=1e-5)
         metrics = client.get("/metrics").text
     count = float(
         next(
