@@ -42,9 +42,7 @@ def not_ready(message: str) -> HTTPException:
     dependencies=[Depends(require_api_key)],
     response_model_exclude_none=True,
 )
-async def predict(
-    body: PredictRequest, request: Request, store: Store, batcher: BatcherDep
-) -> PredictResponse:
+async def predict(body: PredictRequest, request: Request, store: Store, batcher: BatcherDep) -> JSONResponse:
     """Forecast H steps after each window, in original units."""
     model = store.current
     if model is None:
@@ -64,6 +62,12 @@ async def predict(
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             detail="timed out waiting for the model",
+            headers={"Retry-After": "1"},
+        ) from None
+    except ValueError as exc:  # validated against one version, batched onto a newer one
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            detail=f"the model changed while this request waited ({exc}); send it again",
             headers={"Retry-After": "1"},
         ) from None
     return JSONResponse(forecast_body(answer, timestamps))
