@@ -27,8 +27,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.conftest import free_port  # noqa: E402
-from tests.servers import running  # noqa: E402
+from tests.servers import mlflow_model_server, prediction_service  # noqa: E402
 
 
 def train_quick_model(workdir: Path) -> tuple[str, str]:
@@ -168,61 +167,25 @@ def main() -> None:
     ours_bodies = [json.dumps({"series": [{"values": w.tolist()}]}).encode() for w in windows]
     mlflow_bodies = [json.dumps({"inputs": [w.tolist()]}).encode() for w in windows]
 
-    env = {
-        "MLFLOW_TRACKING_URI": tracking_uri,
-        "MODEL_URI": model_uri,
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "TORCH_THREADS": "1",
-        "RELOAD_INTERVAL_S": "0",
-    }
-    ours_port, mlflow_port = free_port(), free_port()
-    ours_cmd = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "service.main:app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(ours_port),
-        "--log-level",
-        "warning",
-        "--no-access-log",
-    ]
-    mlflow_cmd = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "models",
-        "serve",
-        "-m",
-        model_uri,
-        "--env-manager",
-        "local",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(mlflow_port),
-    ]
-    results: dict[str, dict[int, dict[str, float]]] = {}
-    for name, command, health, url, bodies in [
+    one_thread = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TORCH_THREADS": "1"}
+    servers = [
         (
             "ours",
-            ours_cmd,
-            f"http://127.0.0.1:{ours_port}/readyz",
-            f"http://127.0.0.1:{ours_port}/v1/predict",
+            prediction_service(workdir, tracking_uri, model_uri, one_thread, quiet=True),
+            "/v1/predict",
             ours_bodies,
         ),
         (
             "mlflow",
-            mlflow_cmd,
-            f"http://127.0.0.1:{mlflow_port}/ping",
-            f"http://127.0.0.1:{mlflow_port}/invocations",
+            mlflow_model_server(workdir, tracking_uri, model_uri, one_thread),
+            "/invocations",
             mlflow_bodies,
         ),
-    ]:
-        with running(command, health, workdir / f"{name}.log", env=env):
+    ]
+    results: dict[str, dict[int, dict[str, float]]] = {}
+    for name, server, path, bodies in servers:
+        with server as base_url:
+            url = base_url + path
             asyncio.run(drive(url, bodies[:50], 4))  # warm-up
             results[name] = {}
             for concurrency in args.concurrency:

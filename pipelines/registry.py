@@ -36,7 +36,7 @@ def load_predictor(model_uri: str) -> Predictor:
     return model.unwrap_python_model().predictor
 
 
-def test_mae_on(data_from: ForecastConfig, predictor: Predictor) -> float:
+def mae_on_test_split(data_from: ForecastConfig, predictor: Predictor) -> float:
     """MAE of ``predictor`` on the test split of ``data_from``'s data. Every stride-1 test window
     ends its forecast inside the test rows whatever the look-back, so models with different
     look-backs are scored on the same targets."""
@@ -83,8 +83,8 @@ def promote(name: str, version: str, alias: str = "champion", force: bool = Fals
     problem = comparable(candidate, incumbent)
     if problem and not force:
         return Promotion(False, f"not comparable with v{holder}: {problem}", holder_version=holder)
-    candidate_mae = test_mae_on(candidate.config, candidate)
-    holder_mae = None if problem else test_mae_on(candidate.config, incumbent)
+    candidate_mae = mae_on_test_split(candidate.config, candidate)
+    holder_mae = None if problem else mae_on_test_split(candidate.config, incumbent)
     better = holder_mae is not None and candidate_mae < holder_mae
     if better or force:
         client.set_registered_model_alias(name, alias, str(version))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import free_port
+
+
+def post_json(url: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
 
 
 def wait_for(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
@@ -75,4 +84,64 @@ def mlflow_server(workdir: Path, backend_store_uri: str | None = None) -> Iterat
     ]
     url = f"http://127.0.0.1:{port}"
     with running(command, f"{url}/health", workdir / "mlflow-server.log"):
+        yield url
+
+
+@contextlib.contextmanager
+def prediction_service(
+    workdir: Path, tracking_uri: str, model_uri: str, env: dict | None = None, quiet: bool = False
+) -> Iterator[str]:
+    """This project's API (`uvicorn service.main:app`) on loopback, ready (model loaded)."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "service.main:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    if quiet:
+        command += ["--log-level", "warning", "--no-access-log"]
+    settings = {
+        "MLFLOW_TRACKING_URI": tracking_uri,
+        "MODEL_URI": model_uri,
+        "RELOAD_INTERVAL_S": "0",
+        **(env or {}),
+    }
+    url = f"http://127.0.0.1:{port}"
+    with running(command, f"{url}/readyz", workdir / "api.log", env=settings):
+        yield url
+
+
+@contextlib.contextmanager
+def mlflow_model_server(
+    workdir: Path, tracking_uri: str, model_uri: str, env: dict | None = None
+) -> Iterator[str]:
+    """`mlflow models serve --env-manager local` on loopback, answering /ping."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "models",
+        "serve",
+        "-m",
+        model_uri,
+        "--env-manager",
+        "local",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with running(
+        command,
+        f"{url}/ping",
+        workdir / "mlflow-serve.log",
+        env={"MLFLOW_TRACKING_URI": tracking_uri, **(env or {})},
+    ):
         yield url

@@ -3,18 +3,13 @@ artifacts) -> `forecast train --register` -> the prediction service loading @cha
 
 from __future__ import annotations
 
-import json
-import sys
-import urllib.request
-
 import mlflow
 import psycopg
 import pytest
 
-from tests.conftest import free_port
 from tests.pipelines.helpers import train_json
 from tests.postgres import postgres_server, why_unavailable
-from tests.servers import mlflow_server, running
+from tests.servers import mlflow_server, post_json, prediction_service
 
 pytestmark = [
     pytest.mark.integration,
@@ -35,29 +30,10 @@ def test_train_register_and_serve_through_mlflow_on_postgres(tmp_path, monkeypat
         run = mlflow.MlflowClient(tracking).get_run(trained["run_id"])
         assert run.info.artifact_uri.startswith("mlflow-artifacts:")  # proxied by the server
 
-        port = free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "service.main:app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ]
-        env = {
-            "MLFLOW_TRACKING_URI": tracking,
-            "MODEL_URI": "models:/stack@champion",
-            "RELOAD_INTERVAL_S": "0",
-        }
-        with running(command, f"http://127.0.0.1:{port}/readyz", tmp_path / "api.log", env=env):
-            body = json.dumps({"series": [{"values": [10.0 + i % 5 for i in range(14)]}]}).encode()
-            request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/v1/predict", data=body, headers={"Content-Type": "application/json"}
+        with prediction_service(tmp_path, tracking, "models:/stack@champion") as api:
+            answer = post_json(
+                f"{api}/v1/predict", {"series": [{"values": [10.0 + i % 5 for i in range(14)]}]}
             )
-            with urllib.request.urlopen(request, timeout=30) as response:
-                answer = json.loads(response.read())
     assert answer["model"] == {
         "name": "stack",
         "version": "1",

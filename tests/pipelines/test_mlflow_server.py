@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import sys
-import urllib.request
-
 import mlflow
 import numpy as np
 import pytest
 
-from tests.conftest import free_port
 from tests.pipelines.helpers import train_json
-from tests.servers import mlflow_server, running
+from tests.servers import mlflow_model_server, mlflow_server, post_json
 
 pytestmark = pytest.mark.integration
-
-
-def post_json(url: str, body: dict) -> dict:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())
 
 
 def test_train_register_and_mlflow_models_serve_through_a_tracking_server(tmp_path, monkeypatch):
@@ -41,24 +28,6 @@ def test_train_register_and_mlflow_models_serve_through_a_tracking_server(tmp_pa
         window = np.linspace(8.0, 14.0, 14)[None]  # one raw Melbourne-like window, L=14
         expected = model.predict(window)
 
-        port = free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "models",
-            "serve",
-            "-m",
-            "models:/served@champion",
-            "--env-manager",
-            "local",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ]
-        with running(
-            command, f"http://127.0.0.1:{port}/ping", tmp_path / "serve.log", env={"MLFLOW_TRACKING_URI": url}
-        ):
-            answer = post_json(f"http://127.0.0.1:{port}/invocations", {"inputs": window.tolist()})
+        with mlflow_model_server(tmp_path, url, "models:/served@champion") as served:
+            answer = post_json(f"{served}/invocations", {"inputs": window.tolist()})
     np.testing.assert_allclose(np.asarray(answer["predictions"]), expected, rtol=1e-12)
