@@ -1,11 +1,17 @@
 """Serving benchmark: this service vs `mlflow models serve --env-manager local`, same model, same
-windows, same machine, side by side.
+windows, same machine, side by side; then this service with and without a heavy neighbour.
 
     .venv/bin/python benchmarks/serve_bench.py [--requests 600] [--concurrency 1 8 32]
+        [--rounds 2] [--round-seconds 10]
 
 Without --model-uri it trains the quick LSTM into a temporary SQLite store first. Both servers
 get one torch/OMP thread (the machine has 2 cores and the load generator needs one). Prints
 requests/s, p50 and p99 per concurrency, their ratios, and the raw forward time per window.
+
+Heavy neighbour (needs `wrk`; --rounds 0 skips it): normal clients (`wrk -t1 -c32`, one window per
+request) alone, then the same beside a heavy client (`wrk -c1` looping a ~7.8 MB JSON body the API
+reads, parses and rejects with a 4xx), alternating for --rounds rounds each; prints the normal
+clients' req/s and p99 in both conditions and their ratio.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from wrk import Wrk, WrkResult, end_leftovers, ensure_wrk, heavy_rejected_body  # noqa: E402
 
 from tests.servers import mlflow_model_server, prediction_service  # noqa: E402
 
@@ -139,6 +148,51 @@ def forward_floor(tracking_uri: str, model_uri: str, windows: np.ndarray) -> tup
     return statistics.median(single), statistics.median(batched)
 
 
+def heavy_neighbour(
+    url: str, normal_body: bytes, rounds: int, seconds: int, workdir: Path
+) -> dict[str, list[WrkResult]]:
+    """Normal clients alone and beside a heavy rejected-body client, alternating, ``rounds`` each."""
+    heavy_body = heavy_rejected_body()
+    runs: dict[str, list[WrkResult]] = {"alone": [], "heavy": [], "heavy_client": []}
+    for _ in range(rounds):
+        runs["alone"].append(Wrk(url, normal_body, 32, seconds, workdir=workdir).run())
+        # the heavy client starts first and ends last, so it is busy for the whole measured window
+        heavy = Wrk(url, heavy_body, 1, seconds + 2, timeout_s=60, workdir=workdir).start()
+        time.sleep(1.0)
+        runs["heavy"].append(Wrk(url, normal_body, 32, seconds, workdir=workdir).run())
+        runs["heavy_client"].append(heavy.result(grace_s=30))
+        time.sleep(2.0)  # let the API finish a heavy body still in flight
+    return runs
+
+
+def print_heavy_neighbour(runs: dict[str, list[WrkResult]], seconds: int) -> None:
+    print(
+        f"\nheavy neighbour: normal clients wrk -t1 -c32, one window each, {seconds} s a round; "
+        f"beside them wrk -c1 looping a rejected {len(heavy_rejected_body()) / 1e6:.1f} MB body"
+    )
+    print(f"{'round':>5} | {'alone rps':>9} {'p99 ms':>7} | {'heavy rps':>9} {'p99 ms':>7} | heavy client")
+    for i, (alone, heavy, client) in enumerate(
+        zip(runs["alone"], runs["heavy"], runs["heavy_client"], strict=True), 1
+    ):
+        statuses = ", ".join(f"{k}x{n}" for k, n in sorted(client.statuses.items())) or "none"
+        print(
+            f"{i:>5} | {alone.rps:>9.1f} {alone.latency_ms['p99']:>7.2f} | {heavy.rps:>9.1f} "
+            f"{heavy.latency_ms['p99']:>7.2f} | {client.requests} answers ({statuses}), "
+            f"{client.socket_errors} socket errors"
+        )
+    mean = {k: statistics.mean(r.rps for r in runs[k]) for k in ("alone", "heavy")}
+    p99 = {k: statistics.mean(r.latency_ms["p99"] for r in runs[k]) for k in ("alone", "heavy")}
+    print(
+        f" mean | {mean['alone']:>9.1f} {p99['alone']:>7.2f} | {mean['heavy']:>9.1f} {p99['heavy']:>7.2f} | "
+        f"with/without heavy: req/s {mean['heavy'] / mean['alone']:.2f}x, p99 {p99['heavy'] / p99['alone']:.2f}x"
+    )
+    errors = {k: sum(r.socket_errors + r.non_2xx for r in runs[k]) for k in ("alone", "heavy")}
+    if any(errors.values()):
+        print(
+            f"  normal clients saw errors: {errors['alone']} alone, {errors['heavy']} beside the heavy client"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -147,7 +201,11 @@ def main() -> None:
     parser.add_argument("--model-uri")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--rounds", type=int, default=2, help="heavy-neighbour rounds of each kind (0: skip)")
+    parser.add_argument("--round-seconds", type=int, default=10)
     args = parser.parse_args()
+    if args.rounds:
+        ensure_wrk()
     workdir = Path(tempfile.mkdtemp(prefix="serve-bench-"))
     if args.model_uri:
         tracking_uri, model_uri = (
@@ -183,6 +241,7 @@ def main() -> None:
         ),
     ]
     results: dict[str, dict[int, dict[str, float]]] = {}
+    neighbour: dict[str, list[WrkResult]] = {}
     for name, server, path, bodies in servers:
         with server as base_url:
             url = base_url + path
@@ -193,6 +252,11 @@ def main() -> None:
                 results[name][concurrency] = summarise(seconds, latencies)
                 if failures:
                     print(f"  {name}: {failures} non-200 answers at concurrency {concurrency}")
+            if name == "ours" and args.rounds:
+                neighbour = heavy_neighbour(url, bodies[0], args.rounds, args.round_seconds, workdir)
+            pid = getattr(base_url, "pid", None)
+        if pid is not None and (leftovers := end_leftovers(pid)):
+            print(f"  {name}: processes it started outlived it by 10 s: {leftovers} (ended by this script)")
     single, batched = forward_floor(tracking_uri, model_uri, windows)
 
     print(
@@ -211,6 +275,8 @@ def main() -> None:
     print(
         f"raw network forward per window: {1e3 * single:.3f} ms alone, {1e3 * batched:.4f} ms in a batch of 32"
     )
+    if neighbour:
+        print_heavy_neighbour(neighbour, args.round_seconds)
 
 
 if __name__ == "__main__":

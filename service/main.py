@@ -1,67 +1,42 @@
 """The FastAPI app factory. `uvicorn service.main:app` or `forecast serve`.
 
-Nothing is loaded at import time: the lifespan loads the model once, starts the batcher and the
-alias watcher, and stops them on shutdown."""
+Nothing is loaded at import time, and nothing blocks start-up: the lifespan starts the batcher,
+the body parser's helper process and the model loader, and returns at once, so the port opens
+while the model loads in the background (/healthz answers, /readyz says 503 and why)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+import numpy as np
 import torch
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from service.batching import Batcher
+from service.docs import mount_offline_docs
 from service.metrics import ServiceMetrics
 from service.middleware import ArrivalTracker, BodySizeLimit, RequestMetrics
-from service.model_store import ModelStore
+from service.model_store import ModelStore, bound_registry_calls
+from service.parsing import BodyParser, ProblemItem, RequestProblems
+from service.reloader import Reloader
 from service.routes import router
+from service.schemas import model_schema, request_schemas
 from service.settings import ServiceSettings
-from service.validation import field_name
+from service.validation import problem_detail
 
 log = logging.getLogger("service")
 
-
-class Reloader:
-    """Watches the model URI: every ``interval`` seconds, and on demand."""
-
-    def __init__(self, store: ModelStore, metrics: ServiceMetrics, interval: float) -> None:
-        self.store, self.metrics, self.interval = store, metrics, interval
-        self.task: asyncio.Task | None = None
-
-    async def reload_now(self) -> tuple[bool, str]:
-        try:
-            changed, message = await asyncio.to_thread(self.store.refresh)
-        except Exception:
-            self.metrics.reloads.labels("failure").inc()
-            raise
-        if changed:
-            self.metrics.reloads.labels("success").inc()
-            ref = self.store.current.ref
-            version = float(ref.version) if ref.version and ref.version.isdigit() else 0.0
-            self.metrics.model_version.clear()
-            self.metrics.model_version.labels(ref.name or ref.uri).set(version)
-        return changed, message
-
-    async def watch(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            with contextlib.suppress(Exception):  # logged and counted in reload_now
-                await self.reload_now()
-
-    def start(self) -> None:
-        if self.interval > 0:
-            self.task = asyncio.create_task(self.watch(), name="model-watcher")
-
-    async def stop(self) -> None:
-        if self.task:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+DESCRIPTION = (
+    "Forecasts from a registered MLflow model (RNN/LSTM/GRU/seq2seq with attention). "
+    "POST windows of the series to /v1/predict; GET /v1/model says what the model expects. "
+    "The request schema below is narrowed to the model being served (look-back, features)."
+)
 
 
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
@@ -72,32 +47,39 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         torch.set_num_threads(settings.torch_threads)
         torch.set_flush_denormal(True)
+        bound_registry_calls(settings.registry_timeout_s, settings.registry_retries)
         store = ModelStore(settings.mlflow_tracking_uri, settings.model_uri, settings.device, settings.dtype)
         batcher = Batcher(
-            store, metrics, settings.max_batch_windows, settings.max_wait_ms, settings.queue_size
+            metrics, settings.max_batch_windows, settings.max_wait_ms, settings.max_queued_windows
         )
-        reloader = Reloader(store, metrics, settings.reload_interval_s)
+        reloader = Reloader(
+            store, metrics, settings.reload_interval_s, settings.reload_timeout_s, settings.load_retry_max_s
+        )
+        parser = BodyParser(settings.parse_offload_bytes)
         app.state.store, app.state.batcher, app.state.reloader = store, batcher, reloader
-        try:
-            await reloader.reload_now()
-        except Exception as exc:  # serve 503s and keep retrying rather than crash-looping
-            log.error("starting without a model: %s", exc)
+        app.state.parser = parser
+        parser.start()
         batcher.start()
-        reloader.start()
+        reloader.start()  # loads in the background, retrying with backoff
         yield
         await reloader.stop()
         await batcher.stop()
+        await parser.stop()
 
     app = FastAPI(
         title="Recurrent forecaster",
-        description="Forecasts from a registered MLflow model (RNN/LSTM/GRU/seq2seq with attention). "
-        "POST windows of the series to /v1/predict; GET /v1/model says what the model expects.",
+        description=DESCRIPTION,
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = metrics
     app.include_router(router)
+    mount_offline_docs(app)
+    app.openapi = model_openapi(app)  # type: ignore[method-assign]
+    app.add_exception_handler(RequestProblems, request_problems)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(ArrivalTracker)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
@@ -105,23 +87,58 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     return app
 
 
-async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    """422 naming each bad field as series[i].values, without echoing the (possibly huge) input."""
-    content_type = request.headers.get("content-type", "")
-    if "json" not in content_type:
-        message = f"Content-Type is {content_type or 'missing'!r}; send the body as application/json"
-        return JSONResponse(
-            {"detail": [{"loc": ["header", "content-type"], "field": "content-type", "msg": message}]},
-            status_code=422,
-        )
-    detail = []
-    for error in exc.errors():
-        loc = list(error["loc"])
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = "unknown field"
-        detail.append({"loc": loc, "field": field_name(loc) or "body", "msg": message})
-    return JSONResponse({"detail": detail}, status_code=422)
+def model_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """The OpenAPI document with the request schema narrowed to the served model, rebuilt when
+    another version is swapped in."""
+    built: dict[str | None, dict[str, Any]] = {}
+
+    def openapi() -> dict[str, Any]:
+        store = getattr(app.state, "store", None)
+        model = None if store is None else store.current
+        key = None if model is None else model.ref.load_uri
+        if key not in built:
+            document = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            components = request_schemas()
+            if model is not None:
+                p = model.predictor
+                components = model_schema(
+                    components, p.lookback, len(p.features), app.state.settings.max_series_per_request
+                )
+                components["PredictRequest"]["examples"] = [{"series": [{"values": example_window(p)}]}]
+            document.setdefault("components", {}).setdefault("schemas", {}).update(components)
+            built.clear()
+            built[key] = document
+        return built[key]
+
+    return openapi
+
+
+def example_window(predictor: Any) -> list:
+    """A plausible window for the served model: each feature's training mean, the target swinging
+    one standard deviation over the look-back."""
+    steps = np.arange(predictor.lookback)
+    window = np.tile(predictor.scaler.mean, (predictor.lookback, 1))
+    window[:, 0] += predictor.scaler.std[0] * np.sin(2 * np.pi * steps / max(predictor.lookback, 2))
+    rows = np.round(window, 3)
+    return rows[:, 0].tolist() if rows.shape[1] == 1 else rows.tolist()
+
+
+async def request_problems(request: Request, exc: Exception) -> JSONResponse:
+    """422 naming each bad field as series[i].values[j], without echoing the (possibly huge) input."""
+    assert isinstance(exc, RequestProblems)
+    return JSONResponse({"detail": problem_detail(exc.problems)}, status_code=422)
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's own validation (query or path parameters) in the same shape as ours."""
+    assert isinstance(exc, RequestValidationError)
+    problems = [
+        ProblemItem([p for p in error["loc"] if p != "body"], error["msg"], error["type"])
+        for error in exc.errors()
+    ]
+    return JSONResponse({"detail": problem_detail(problems)}, status_code=422)
 
 
 app = create_app()  # settings are read here; the model is loaded by the lifespan, not at import

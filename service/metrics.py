@@ -28,7 +28,23 @@ class ServiceMetrics:
             registry=self.registry,
         )
         self.queue_depth = Gauge(
-            "forecast_queue_depth", "Requests waiting for a batch", registry=self.registry
+            "forecast_queue_depth", "Windows waiting for a batch", registry=self.registry
+        )
+        self.abandoned = Counter(
+            "forecast_abandoned_requests_total",
+            "Requests dropped before the forward pass because the caller went away",
+            registry=self.registry,
+        )
+        self.failed_requests = Counter(
+            "forecast_failed_requests_total",
+            "Requests whose own windows could not be forecast, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.batcher_restarts = Counter(
+            "forecast_batcher_restarts_total",
+            "Times the batcher died and was restarted",
+            registry=self.registry,
         )
         self.model_version = Gauge(
             "forecast_model_version",

@@ -5,6 +5,7 @@ with, so they finish on the old version."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
@@ -16,6 +17,7 @@ import numpy as np
 import torch
 
 from forecaster.predictor import Prediction, Predictor
+from service.redaction import redact
 
 log = logging.getLogger("service.model")
 
@@ -81,16 +83,54 @@ def training_metrics(client: mlflow.MlflowClient, run_id: str | None) -> dict[st
     return {k: v for k, v in sorted(metrics.items()) if k.startswith(keep) and k != "test_mae_by_step"}
 
 
-class ModelStore:
-    """Holds the current LoadedModel; loading is serialised, reading is a plain attribute read."""
+class ReloadBusyError(Exception):
+    """Another load is still running (the registry may be hanging); this one did not wait."""
 
-    def __init__(self, tracking_uri: str, model_uri: str, device: str, dtype: str) -> None:
+
+def describe_failure(exc: BaseException) -> str:
+    """A load failure in words fit for a public endpoint: no URIs, paths or credentials."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    if isinstance(exc, ReloadBusyError):
+        return "a model load is still in progress"
+    if isinstance(exc, TimeoutError) or "timed out" in text or "timeout" in text:
+        return "the model registry did not answer in time"
+    if any(
+        word in text for word in ("connection", "max retries", "unreachable", "name or service", "refused")
+    ):
+        return "the model registry could not be reached"
+    if "resource_does_not_exist" in text or "not found" in text or "does not exist" in text:
+        return "the registry has no model at the configured URI"
+    return "the model could not be loaded"
+
+
+@dataclass
+class LoadStatus:
+    """What the last attempts to resolve or load the model said, for readiness and operators."""
+
+    last_attempt: float | None = None
+    last_success: float | None = None  # last time the registry answered (loaded or unchanged)
+    failures: int = 0  # consecutive
+    reason: str | None = None  # in words, public
+    error: str | None = None  # redacted details, for the admin status only
+
+
+class ModelStore:
+    """Holds the current LoadedModel; loading is serialised, reading is a plain attribute read.
+
+    Every call to the registry is bounded: MLflow's HTTP timeout and retries come from the service
+    settings (see ``bound_registry_calls``), and a load that finds another one still running gives
+    up after ``lock_timeout`` seconds instead of queueing behind it."""
+
+    def __init__(
+        self, tracking_uri: str, model_uri: str, device: str, dtype: str, lock_timeout: float = 1.0
+    ) -> None:
         self.tracking_uri = tracking_uri
         self.model_uri = model_uri
         self.device = pick_device(device)
         self.dtype = DTYPES[dtype] if self.device.startswith("cuda") else torch.float32
         self.current: LoadedModel | None = None
-        self.last_error: str | None = None
+        self.status = LoadStatus()
+        self.lock_timeout = lock_timeout
         self._lock = threading.Lock()
 
     @property
@@ -126,19 +166,44 @@ class ModelStore:
 
     def refresh(self) -> tuple[bool, str]:
         """Load what the URI points at now if it differs from what is served. Returns (changed,
-        message); on failure the old model keeps serving and the error is kept for /v1/model."""
-        with self._lock:
+        message); on failure the old model keeps serving and the error is kept, redacted."""
+        if not self._lock.acquire(timeout=self.lock_timeout):
+            raise ReloadBusyError("another model load is still running")
+        try:
+            self.status.last_attempt = time.time()
             try:
                 ref = resolve(self.model_uri, self.client())
                 current = self.current
                 if current is not None and current.ref.load_uri == ref.load_uri:
+                    self._succeeded()
                     return False, f"already serving {ref.load_uri}"
                 loaded = self.load(ref)
             except Exception as exc:  # the registry or the artifact may be broken: keep serving
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.error("could not load %s: %s", self.model_uri, self.last_error)
+                self.failed(exc)
                 raise
             self.current = loaded  # atomic swap: requests already batched keep the old object
-            self.last_error = None
+            self._succeeded()
             log.info("serving %s (version %s) on %s", ref.load_uri, ref.version, self.device)
             return True, f"now serving {ref.load_uri}"
+        finally:
+            self._lock.release()
+
+    def failed(self, exc: BaseException) -> None:
+        """Record a failed attempt (also called for one abandoned at its deadline)."""
+        self.status.failures += 1
+        self.status.reason = describe_failure(exc)
+        self.status.error = redact(f"{type(exc).__name__}: {exc}")
+        log.error("could not load %s: %s", redact(self.model_uri), self.status.error)
+
+    def _succeeded(self) -> None:
+        self.status.last_success = time.time()
+        self.status.failures = 0
+        self.status.reason = self.status.error = None
+
+
+def bound_registry_calls(timeout_s: int, retries: int) -> None:
+    """MLflow reads its HTTP timeout and retry policy from the environment at each call: without
+    this a dead tracking server holds a load for minutes (120 s timeout x 7 retries with backoff)."""
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(timeout_s)
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = str(retries)
+    os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] = "1"

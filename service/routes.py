@@ -1,20 +1,31 @@
-"""Thin routes: validate, hand to the batcher, shape the answer."""
+"""Thin routes: check the key, read and parse the body, validate against the model, hand to the
+batcher, shape the answer. Every error a caller can cause is a 4xx naming the field."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+import time
+from typing import Annotated, Any
 
 import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service.batching import Answer, Batcher, NotReadyError, QueueFullError
+from service.batching import (
+    Answer,
+    Batcher,
+    ForecastFailedError,
+    NonFiniteForecastError,
+    QueueFullError,
+    ShuttingDownError,
+)
 from service.middleware import ARRIVAL
 from service.model_store import ModelStore
-from service.schemas import ModelDescription, PredictRequest, PredictResponse
-from service.security import require_api_key
+from service.parsing import ParserBusyError, ProblemItem, RequestProblems
+from service.redaction import redact
+from service.schemas import Message, ModelDescription, PredictResponse, Readiness, ValidationProblems
+from service.security import require_admin, require_api_key
 from service.validation import windows_for
 
 router = APIRouter()
@@ -32,52 +43,117 @@ Store = Annotated[ModelStore, Depends(get_store)]
 BatcherDep = Annotated[Batcher, Depends(get_batcher)]
 
 
-def not_ready(message: str) -> HTTPException:
-    return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=message, headers={"Retry-After": "5"})
+def unavailable(message: str, retry_after: int = 1) -> HTTPException:
+    return HTTPException(
+        status.HTTP_503_SERVICE_UNAVAILABLE, detail=message, headers={"Retry-After": str(retry_after)}
+    )
+
+
+def not_ready_reason(store: ModelStore) -> str:
+    """Why no model is served, in words (never the raw error: it may quote URIs and paths)."""
+    reason = store.status.reason or "the model is still loading"
+    return f"no model is loaded yet: {reason}; retrying"
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Message, "description": "API_KEY is set and the request lacks it"},
+    413: {"model": Message, "description": "the body is larger than MAX_BODY_BYTES"},
+    415: {"model": Message, "description": "the body is not sent as application/json"},
+    422: {"model": ValidationProblems, "description": "the request, naming each bad field"},
+    503: {"model": Message, "description": "no model yet, busy or shutting down; see Retry-After"},
+}
+PREDICT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PredictRequest"}}},
+    }
+}
 
 
 @router.post(
     "/v1/predict",
     response_model=PredictResponse,
-    dependencies=[Depends(require_api_key)],
     response_model_exclude_none=True,
+    dependencies=[Depends(require_api_key)],
+    responses=ERRORS,
+    openapi_extra=PREDICT_BODY,
 )
-async def predict(body: PredictRequest, request: Request, store: Store, batcher: BatcherDep) -> JSONResponse:
-    """Forecast H steps after each window, in original units."""
+async def predict(request: Request, store: Store, batcher: BatcherDep) -> JSONResponse:
+    """Forecast H steps after each window, in original units. The body is a PredictRequest; it is
+    read only after the API key was checked, and parsed off the event loop when large."""
     model = store.current
     if model is None:
-        raise not_ready("no model is loaded yet")
+        raise unavailable(not_ready_reason(store), retry_after=5)
+    content_type = request.headers.get("content-type", "")
+    if "json" not in content_type:
+        raise HTTPException(
+            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            detail=f"Content-Type is {content_type or 'missing'!r}; send the body as application/json",
+        )
     settings = request.app.state.settings
-    values, timestamps = windows_for(body, model.predictor, settings.max_series_per_request)
     try:
-        future = batcher.enqueue(values, timestamps, body.return_attention, request.scope.get(ARRIVAL))
-        answer = await asyncio.wait_for(future, settings.request_timeout_s)
+        parsed = await request.app.state.parser.parse(await request.body())
+    except ParserBusyError as exc:
+        raise unavailable(f"busy: {exc}") from None
+    windows = windows_for(parsed, model.predictor, settings.max_series_per_request)
+    try:
+        future = batcher.enqueue(
+            model, windows.values, windows.timestamps, parsed.return_attention, request.scope.get(ARRIVAL)
+        )
+        answer = await answer_unless_gone(request, future, settings.request_timeout_s)
     except QueueFullError as exc:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, detail=f"busy: {exc}", headers={"Retry-After": "1"}
-        ) from None
-    except NotReadyError as exc:
-        raise not_ready(str(exc)) from None
+        raise unavailable(f"busy: {exc}") from None
+    except ShuttingDownError as exc:
+        raise unavailable(str(exc)) from None
     except TimeoutError:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            detail="timed out waiting for the model",
-            headers={"Retry-After": "1"},
+        raise unavailable("timed out waiting for the model") from None
+    except NonFiniteForecastError as exc:
+        message = (
+            "the forecast from this window is not finite: its values are too far from what the model knows"
+        )
+        raise RequestProblems(
+            [ProblemItem(["series", i, "values"], message, "non_finite_forecast") for i in exc.series]
         ) from None
-    except ValueError as exc:  # validated against one version, batched onto a newer one
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE,
-            detail=f"the model changed while this request waited ({exc}); send it again",
-            headers={"Retry-After": "1"},
+    except ForecastFailedError as exc:
+        raise RequestProblems(
+            [
+                ProblemItem(
+                    ["series"], f"these windows could not be forecast ({redact(str(exc))})", "forecast_failed"
+                )
+            ]
         ) from None
-    return JSONResponse(forecast_body(answer, timestamps))
+    if answer is None:  # the caller is gone; nobody reads this
+        return Response(status_code=499)
+    return JSONResponse(forecast_body(answer, windows.future))
 
 
-def forecast_body(answer: Answer, timestamps: np.ndarray | None) -> dict[str, object]:
+async def answer_unless_gone(request: Request, future: asyncio.Future, timeout: float) -> Answer | None:
+    """The batcher's answer; None if the client disconnected first (its job is then cancelled and
+    dropped before the forward pass); TimeoutError after ``timeout`` seconds."""
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait((future, gone), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if future in done:
+        return future.result()
+    future.cancel()
+    if gone in done:
+        return None
+    raise TimeoutError
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client goes away (the body was read already, so the next message is the
+    disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def forecast_body(answer: Answer, future: np.ndarray | None) -> dict[str, object]:
     """The PredictResponse document, built directly: validating our own output through pydantic
     cost as much as the forward pass of a small model."""
     used, prediction = answer.model, answer.prediction
-    future = None if timestamps is None else used.predictor.future_times(timestamps[:, -1])
     means = prediction.mean.tolist()
     attention = None if prediction.attention is None else prediction.attention.tolist()
     quantiles = {f"{q:g}": values.tolist() for q, values in prediction.quantiles.items()}
@@ -99,18 +175,23 @@ def forecast_body(answer: Answer, timestamps: np.ndarray | None) -> dict[str, ob
     }
 
 
-@router.get("/v1/model", response_model=ModelDescription)
+@router.get(
+    "/v1/model",
+    response_model=ModelDescription,
+    dependencies=[Depends(require_api_key)],
+    responses={401: ERRORS[401], 503: ERRORS[503]},
+)
 async def describe_model(store: Store) -> ModelDescription:
     """What is being served: version, windows, features, training metrics, device."""
     model = store.current
     if model is None:
-        raise not_ready(f"no model is loaded yet; last error: {store.last_error}")
+        raise unavailable(not_ready_reason(store), retry_after=5)
     p, config = model.predictor, model.predictor.config.model
     return ModelDescription(
         name=model.ref.name,
         version=model.ref.version,
-        uri=model.ref.uri,
-        loaded_uri=model.ref.load_uri,
+        uri=redact(model.ref.uri),
+        loaded_uri=redact(model.ref.load_uri),
         run_id=model.ref.run_id,
         family=config.family,
         architecture=config.architecture,
@@ -126,22 +207,34 @@ async def describe_model(store: Store) -> ModelDescription:
         interval_levels=p.interval_levels,
         device=model.device,
         dtype=str(p.dtype).removeprefix("torch."),
-        last_reload_error=store.last_error,
     )
 
 
 @router.get("/healthz")
 async def healthz() -> dict[str, str]:
-    """Liveness: the process answers."""
+    """Liveness: the process answers. It never waits on the registry or the model."""
     return {"status": "alive"}
 
 
-@router.get("/readyz")
-async def readyz(store: Store) -> dict[str, str]:
-    """Readiness: a model is loaded and answered its warm-up."""
-    if store.current is None:
-        raise not_ready(f"model not loaded; last error: {store.last_error}")
-    return {"status": "ready", "version": str(store.current.ref.version)}
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONResponse:
+    """Readiness: a model is loaded and warmed, and the batcher runs. Says why not in words; a
+    model still served while the registry cannot be asked is ``stale``."""
+    model = store.current
+    if model is None:
+        body = Readiness(status="not ready", reason=not_ready_reason(store))
+        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "5"})
+    if not batcher.alive:
+        body = Readiness(status="not ready", reason="the batcher is restarting", version=model.ref.version)
+        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "1"})
+    stale = store.status.failures > 0
+    reason = None
+    if stale:
+        since = time.time() - (store.status.last_success or model.loaded_at)
+        reason = f"serving version {model.ref.version}; {store.status.reason} for {since:.0f} s"
+    return JSONResponse(
+        Readiness(status="ready", version=model.ref.version, stale=stale, reason=reason).model_dump()
+    )
 
 
 @router.get("/metrics", include_in_schema=False)
@@ -149,17 +242,56 @@ async def metrics(request: Request) -> Response:
     return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.post("/v1/admin/reload", dependencies=[Depends(require_api_key)])
+@router.get(
+    "/v1/admin/status",
+    dependencies=[Depends(require_admin)],
+    responses={401: ERRORS[401], 403: {"model": Message, "description": "admin is off: no API_KEY"}},
+)
+async def admin_status(request: Request, store: Store, batcher: BatcherDep) -> dict[str, object]:
+    """For operators: what is served and the last load attempts in detail (credentials redacted)."""
+    model, loading = store.current, store.status
+    return {
+        "model_uri": redact(store.model_uri),
+        "tracking_uri": redact(store.tracking_uri),
+        "serving": None
+        if model is None
+        else {"uri": redact(model.ref.load_uri), "version": model.ref.version},
+        "last_attempt": loading.last_attempt,
+        "last_success": loading.last_success,
+        "consecutive_failures": loading.failures,
+        "last_error": loading.error,
+        "batcher_alive": batcher.alive,
+        "batcher_restarts": batcher.restarts,
+        "queued_windows": batcher.queued_windows,
+    }
+
+
+@router.post(
+    "/v1/admin/reload",
+    dependencies=[Depends(require_admin)],
+    responses={
+        401: ERRORS[401],
+        403: {"model": Message, "description": "admin is off: no API_KEY"},
+        502: {"model": Message, "description": "the new model could not be loaded; the old one still serves"},
+    },
+)
 async def reload(request: Request) -> dict[str, object]:
-    """Re-resolve the model URI now; load, warm and swap in a new version if the alias moved."""
+    """Re-resolve the model URI now; load, warm and swap in a new version if the alias moved.
+    Answers within RELOAD_TIMEOUT_S whatever the registry does."""
     reloader = request.app.state.reloader
     try:
         changed, message = await reloader.reload_now()
     except Exception as exc:
         serving = request.app.state.store.current
         still = "nothing" if serving is None else f"version {serving.ref.version}"
+        error = redact(f"{type(exc).__name__}: {exc}")
         raise HTTPException(
-            status.HTTP_502_BAD_GATEWAY, detail=f"could not load the new model ({exc}); still serving {still}"
+            status.HTTP_502_BAD_GATEWAY,
+            detail=f"could not load the new model ({error}); still serving {still}",
         ) from None
     current = request.app.state.store.current
-    return {"changed": changed, "message": message, "version": current.ref.version if current else None}
+    return {
+        "changed": changed,
+        "message": redact(message),
+        "version": current.ref.version if current else None,
+    }

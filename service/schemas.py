@@ -1,101 +1,90 @@
-"""The HTTP contract. Request values are checked here for what needs no model (numbers, NaN,
-ragged rows); what needs the model (length, feature count) is checked in the route."""
+"""The HTTP contract. What needs no model (numbers, types, shapes of rows) is checked here by
+pydantic, in compiled code; what needs the model (length, feature count, timestamps against its
+frequency) is checked in service/validation.py. ``model_schema`` makes the published request
+schema as precise as the loaded model allows, so clients and fuzzers generate valid windows."""
 
 from __future__ import annotations
 
-import math
+import copy
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, field_validator
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+# A number the network can take: finite, within float32 (the dtype models run in); no bools.
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-FLOAT32_MAX, le=FLOAT32_MAX)]
+
+
+def _layout(values: Any) -> str:
+    """Which form ``values`` has, decided on its first item: L numbers, or L rows of F numbers."""
+    return "rows" if isinstance(values, list) and values and isinstance(values[0], list) else "numbers"
+
+
+Values = Annotated[
+    Annotated[list[Number], Field(min_length=1), Tag("numbers")]
+    | Annotated[list[list[Number]], Field(min_length=1), Tag("rows")],
+    Discriminator(_layout),
+]
+
+EXAMPLE_WINDOW = [10.2, 11.0, 9.8, 10.5, 12.1, 11.7, 10.9, 9.5, 10.0, 11.3, 12.4, 11.9, 10.8, 10.1]
+EXAMPLE_WINDOW += [9.9, 11.2, 12.0, 12.6, 11.4, 10.7, 10.3, 9.6, 10.4, 11.8, 12.2, 11.5, 10.6, 10.0]
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{where} is {value!r}, not a number")
-    if not math.isfinite(value):
-        raise ValueError(f"{where} is {value}, only finite numbers are accepted")
-    return float(value)
-
-
 class SeriesIn(Strict):
-    values: list[Any] = Field(
+    values: Values = Field(
         ...,
-        min_length=1,
         description="one window, oldest first: L numbers (univariate) or L rows of F numbers",
     )
     timestamps: list[datetime] | None = Field(
-        None, description="one per value; needed by calendar models, and gives future timestamps back"
+        None,
+        description="one per value, evenly spaced at the model's frequency; needed by calendar models, "
+        "and gives future timestamps back. Zone-aware stamps are converted to UTC.",
     )
 
     @field_validator("values")
     @classmethod
-    def _numbers(cls, values: list[Any]) -> list[Any]:
-        if all(not isinstance(v, list) for v in values):
-            return [_number(v, f"values[{i}]") for i, v in enumerate(values)]
-        if not all(isinstance(v, list) for v in values):
-            raise ValueError("mix of numbers and rows: give L numbers or L rows of F numbers")
-        width = len(values[0])
-        rows = []
-        for i, row in enumerate(values):
-            if len(row) != width:
-                raise ValueError(f"ragged rows: values[{i}] has {len(row)} numbers, values[0] has {width}")
-            rows.append([_number(v, f"values[{i}][{j}]") for j, v in enumerate(row)])
-        return rows
+    def _rows_are_even(cls, values: list) -> list:
+        if isinstance(values[0], list):
+            width = len(values[0])
+            for i, row in enumerate(values):
+                if len(row) != width:
+                    raise ValueError(
+                        f"ragged rows: values[{i}] has {len(row)} numbers, values[0] has {width}"
+                    )
+        return values
 
 
 class PredictRequest(Strict):
     series: list[SeriesIn] = Field(..., min_length=1, description="windows to forecast from")
-    return_attention: bool = Field(False, description="attention weights (seq2seq with attention)")
+    return_attention: StrictBool = Field(False, description="attention weights (seq2seq with attention)")
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "series": [
-                        {
-                            "values": [
-                                10.2,
-                                11.0,
-                                9.8,
-                                10.5,
-                                12.1,
-                                11.7,
-                                10.9,
-                                9.5,
-                                10.0,
-                                11.3,
-                                12.4,
-                                11.9,
-                                10.8,
-                                10.1,
-                                9.9,
-                                11.2,
-                                12.0,
-                                12.6,
-                                11.4,
-                                10.7,
-                                10.3,
-                                9.6,
-                                10.4,
-                                11.8,
-                                12.2,
-                                11.5,
-                                10.6,
-                                10.0,
-                            ]
-                        }
-                    ],
-                    "return_attention": False,
-                }
-            ]
-        },
+        json_schema_extra={"examples": [{"series": [{"values": EXAMPLE_WINDOW}], "return_attention": False}]},
     )
+
+
+class Problem(BaseModel):
+    """One thing wrong with a request, naming the field: ``series[2].values[7]``."""
+
+    loc: list[str | int]
+    field: str
+    msg: str
+    type: str
+
+
+class ValidationProblems(BaseModel):
+    detail: list[Problem]
+
+
+class Message(BaseModel):
+    detail: str
 
 
 class ModelInfo(BaseModel):
@@ -144,4 +133,35 @@ class ModelDescription(BaseModel):
     interval_levels: list[float]
     device: str
     dtype: str
-    last_reload_error: str | None = None
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "not ready"]
+    reason: str | None = Field(None, description="in words, when not ready or serving a stale model")
+    version: str | None = None
+    stale: bool = Field(False, description="serving, but the registry could not be asked lately")
+
+
+def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, dict]:
+    """PredictRequest and the models it refers to, as OpenAPI components."""
+    schema = PredictRequest.model_json_schema(ref_template=ref_template)
+    components = schema.pop("$defs", {})
+    components["PredictRequest"] = schema
+    return components
+
+
+def model_schema(
+    components: dict[str, dict], lookback: int, features: int, max_series: int
+) -> dict[str, dict]:
+    """The request components narrowed to one model: at least ``lookback`` steps, rows of exactly
+    ``features`` numbers (a univariate model also takes plain numbers), at most ``max_series``."""
+    narrowed = copy.deepcopy(components)
+    narrowed["PredictRequest"]["properties"]["series"]["maxItems"] = max_series
+    values = narrowed["SeriesIn"]["properties"]["values"]
+    forms = values.pop("oneOf", None) or values.pop("anyOf")
+    numbers, rows = sorted(forms, key=lambda form: form["items"].get("type") == "array")
+    numbers["minItems"] = rows["minItems"] = lookback
+    rows["items"]["minItems"] = rows["items"]["maxItems"] = features
+    values.pop("discriminator", None)
+    values["oneOf"] = [numbers, rows] if features == 1 else [rows]
+    return narrowed

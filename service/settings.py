@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -18,9 +18,29 @@ class ServiceSettings(BaseSettings):
     torch_threads: int = Field(1, ge=1, description="per process; more threads fight on small boxes")
     max_batch_windows: int = Field(256, ge=1, description="windows per forward pass")
     max_wait_ms: float = Field(2.0, ge=0, description="how long a batch waits for company")
-    queue_size: int = Field(512, ge=1, description="requests waiting; beyond it: 503 + Retry-After")
+    max_queued_windows: int = Field(
+        4096, ge=1, description="windows waiting for the model; beyond it: 503 + Retry-After"
+    )
     max_series_per_request: int = Field(1024, ge=1)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    parse_offload_bytes: int = Field(
+        256 * 1024, ge=0, description="bodies larger than this are parsed in a helper process"
+    )
     reload_interval_s: float = Field(30.0, ge=0, description="re-resolve the alias; 0 disables")
-    api_key: str | None = Field(None, description="when set, predict and admin need X-API-Key")
+    reload_timeout_s: float = Field(
+        30.0, gt=0, description="a reload answers within this, whatever the registry does"
+    )
+    registry_timeout_s: int = Field(10, ge=1, description="MLflow's HTTP timeout per call to the registry")
+    registry_retries: int = Field(1, ge=0, description="MLflow's HTTP retries per call to the registry")
+    load_retry_max_s: float = Field(30.0, gt=0, description="longest wait between attempts to load a model")
+    api_key: str | None = Field(None, description="when set, predict, model and admin routes need it")
     request_timeout_s: float = Field(30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_request_fits_the_queue(self) -> ServiceSettings:
+        if self.max_series_per_request > self.max_queued_windows:
+            raise ValueError(
+                f"MAX_SERIES_PER_REQUEST ({self.max_series_per_request}) exceeds MAX_QUEUED_WINDOWS "
+                f"({self.max_queued_windows}): such a request could never be queued"
+            )
+        return self

@@ -1,24 +1,32 @@
-"""Checks that need the loaded model: window length, feature count, timestamps. Every problem is
-reported with the series index and field, all at once."""
+"""Checks that need the loaded model: window length, feature count, numeric range after scaling,
+timestamps against the model's frequency and pandas' calendar. Everything a request can get wrong
+is caught here, before it joins a batch, and reported with the series index and field, all at once.
+
+Timestamps: zone-aware stamps are converted to UTC and used as naive UTC (the training data's
+clock); stamps must be evenly spaced at the model's frequency, and the forecast's own stamps must
+stay within pandas' range (1677-09-21 to 2262-04-11)."""
 
 from __future__ import annotations
 
-from datetime import UTC
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
+import pandas as pd
 from fastapi import HTTPException, status
 
+from forecaster.data.frequency import first_off_step
 from forecaster.predictor import Predictor
-from service.schemas import PredictRequest, SeriesIn
+from service.parsing import ParsedRequest, ParsedSeries, ProblemItem, RequestProblems
+from service.schemas import FLOAT32_MAX
 
-
-def unprocessable(problems: list[tuple[list[str | int], str]]) -> HTTPException:
-    detail = [{"loc": ["body", *loc], "field": field_name(loc), "msg": msg} for loc, msg in problems]
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=detail)
+EARLIEST = pd.Timestamp.min.ceil("us").to_pydatetime()
+LATEST = pd.Timestamp.max.floor("us").to_pydatetime()
+PANDAS_RANGE = f"{pd.Timestamp.min:%Y-%m-%d} to {pd.Timestamp.max:%Y-%m-%d}"
 
 
 def field_name(loc: list[str | int]) -> str:
-    """["series", 2, "values"] -> "series[2].values"."""
+    """["series", 2, "values", 7] -> "series[2].values[7]"."""
     name = ""
     for part in loc:
         if isinstance(part, int):
@@ -28,57 +36,125 @@ def field_name(loc: list[str | int]) -> str:
     return name
 
 
-def windows_for(
-    request: PredictRequest, predictor: Predictor, max_series: int
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """(n, L, F) raw windows cut to their last L steps, and (n, L) timestamps or None."""
+def problem_detail(problems: list[ProblemItem]) -> list[dict[str, object]]:
+    """The 422 body's items: loc (as FastAPI writes it), field, msg, type."""
+    return [
+        {"loc": ["body", *p.loc], "field": field_name(p.loc) or "body", "msg": p.msg, "type": p.type}
+        for p in problems
+    ]
+
+
+def unprocessable(problems: list[ProblemItem]) -> HTTPException:
+    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=problem_detail(problems))
+
+
+@dataclass
+class Windows:
+    values: np.ndarray  # (n, L, F) raw windows, cut to their last L steps
+    timestamps: np.ndarray | None  # (n, L) datetime64[ns], when every series has them
+    future: np.ndarray | None  # (n, H) datetime64[ns], the forecast's timestamps
+
+
+def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -> Windows:
+    """The request's windows, or RequestProblems naming everything wrong with it."""
     if len(request.series) > max_series:
-        raise unprocessable([(["series"], f"{len(request.series)} series, at most {max_series} per request")])
-    problems: list[tuple[list[str | int], str]] = []
+        message = f"{len(request.series)} series, at most {max_series} per request"
+        raise RequestProblems([ProblemItem(["series"], message, "too_long")])
+    problems: list[ProblemItem] = []
     windows, stamps = [], []
     for i, series in enumerate(request.series):
-        window, times = _one(series, i, predictor, problems)
-        windows.append(window)
-        stamps.append(times)
+        windows.append(_window(series, i, predictor, problems))
+        stamps.append(_timestamps(series, i, predictor, problems))
     if problems:
-        raise unprocessable(problems)
+        raise RequestProblems(problems)
     timestamps = np.stack(stamps) if all(s is not None for s in stamps) else None
-    return np.stack(windows), timestamps
+    future = None
+    if timestamps is not None:
+        future = predictor.future_times(timestamps[:, -1])  # in range: checked per series
+    return Windows(np.stack(windows), timestamps, future)
 
 
-def _one(
-    series: SeriesIn, i: int, predictor: Predictor, problems: list
-) -> tuple[np.ndarray | None, np.ndarray | None]:
+def _window(series: ParsedSeries, i: int, predictor: Predictor, problems: list) -> np.ndarray | None:
     lookback, features = predictor.lookback, predictor.features
-    values = np.asarray(series.values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
+    values = series.values  # (T, F)
+    where: list[str | int] = ["series", i, "values"]
     if values.shape[1] != len(features):
         shape = (
             "numbers" if len(features) == 1 else f"rows of {len(features)} numbers ({', '.join(features)})"
         )
-        problems.append(
-            (["series", i, "values"], f"rows have {values.shape[1]} number(s); the model expects {shape}")
-        )
-        return None, None
+        message = f"rows have {values.shape[1]} number(s); the model expects {shape}"
+        problems.append(ProblemItem(where, message, "feature_count"))
+        return None
     if len(values) < lookback:
         problems.append(
-            (["series", i, "values"], f"{len(values)} steps; the model needs at least {lookback}")
+            ProblemItem(where, f"{len(values)} steps; the model needs at least {lookback}", "too_short")
         )
-        return None, None
-    times = None
-    if series.timestamps is not None:
-        if len(series.timestamps) != len(values):
-            problems.append(
-                (["series", i, "timestamps"], f"{len(series.timestamps)} timestamps for {len(values)} values")
-            )
-            return None, None
-        naive = [t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t for t in series.timestamps]
-        times = np.array(naive, dtype="datetime64[ns]")[-lookback:]
-        if (np.diff(times) <= np.timedelta64(0)).any():
-            problems.append((["series", i, "timestamps"], "timestamps must be strictly increasing"))
-            return None, None
-    elif predictor.uses_calendar:
-        problems.append((["series", i, "timestamps"], "required: this model uses calendar features"))
-        return None, None
-    return values[-lookback:], times
+        return None
+    window = values[-lookback:]
+    scaled = np.abs(predictor.scaler.transform(window))  # what the network will be given
+    beyond = np.flatnonzero((scaled > FLOAT32_MAX).any(axis=1))
+    if beyond.size:
+        j = len(values) - lookback + int(beyond[0])
+        message = (
+            "so far from the training data's scale that the model cannot compute with it (float32 overflow)"
+        )
+        problems.append(ProblemItem([*where, j], message, "out_of_range"))
+        return None
+    return window
+
+
+def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: list) -> np.ndarray | None:
+    where: list[str | int] = ["series", i, "timestamps"]
+    if series.timestamps is None:
+        if predictor.uses_calendar:
+            problems.append(ProblemItem(where, "required: this model uses calendar features", "missing"))
+        return None
+    if len(series.timestamps) != len(series.values):
+        message = f"{len(series.timestamps)} timestamps for {len(series.values)} values"
+        problems.append(ProblemItem(where, message, "length_mismatch"))
+        return None
+    naive = []
+    for k, stamp in enumerate(series.timestamps):
+        utc = _naive_utc(stamp)
+        if utc is None or not EARLIEST <= utc <= LATEST:
+            message = f"{stamp.isoformat()} is outside the range timestamps can take ({PANDAS_RANGE})"
+            problems.append(ProblemItem([*where, k], message, "out_of_range"))
+            return None
+        naive.append(utc)
+    index = pd.DatetimeIndex(naive).as_unit("ns")
+    if not index.is_monotonic_increasing or index.has_duplicates:
+        k = int(np.flatnonzero(np.diff(index.asi8) <= 0)[0]) + 1
+        problems.append(ProblemItem([*where, k], "timestamps must be strictly increasing", "not_increasing"))
+        return None
+    off = first_off_step(index, predictor.frequency)
+    if off is not None:
+        problems.append(ProblemItem([*where, off[0]], off[1], "frequency"))
+        return None
+    last_step = _last_future_step(predictor, index[-1])
+    if last_step is None or last_step > LATEST:
+        message = (
+            f"a forecast of {predictor.horizon} steps after {index[-1]} would run past "
+            f"{pd.Timestamp.max:%Y-%m-%d}, the latest timestamp that can be represented"
+        )
+        problems.append(ProblemItem([*where, len(index) - 1], message, "out_of_range"))
+        return None
+    return index.values[-predictor.lookback :]
+
+
+def _last_future_step(predictor: Predictor, last: pd.Timestamp) -> datetime | None:
+    """The forecast's last timestamp, or None when computing it leaves the calendar."""
+    try:
+        future = predictor.future_times(np.array([last.to_datetime64()]))
+        return pd.Timestamp(future[0, -1]).to_pydatetime()
+    except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
+        return None
+
+
+def _naive_utc(stamp: datetime) -> datetime | None:
+    """Zone-aware -> naive UTC; None when the conversion itself leaves the calendar."""
+    if stamp.tzinfo is None:
+        return stamp
+    try:
+        return stamp.astimezone(UTC).replace(tzinfo=None)
+    except (OverflowError, ValueError):
+        return None

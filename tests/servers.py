@@ -37,8 +37,23 @@ def wait_for(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
+class ServerURL(str):
+    """The base URL a server answers on (a plain ``str`` to callers), with its process id in ``pid``
+    for callers that watch the process (the soak benchmark samples its memory)."""
+
+    pid: int
+
+    def __new__(cls, url: str, pid: int) -> ServerURL:
+        instance = super().__new__(cls, url)
+        instance.pid = pid
+        return instance
+
+
 @contextlib.contextmanager
-def running(command: list[str], health_url: str, log: Path, env: dict | None = None) -> Iterator[None]:
+def running(
+    command: list[str], health_url: str, log: Path, env: dict | None = None
+) -> Iterator[subprocess.Popen]:
+    """Runs ``command`` until the block ends; yields the process once ``health_url`` answers 200."""
     bin_dir = str(Path(sys.executable).parent)
     environment = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}", **(env or {})}
     with log.open("w") as output:
@@ -47,7 +62,7 @@ def running(command: list[str], health_url: str, log: Path, env: dict | None = N
         )
         try:
             wait_for(health_url, process)
-            yield
+            yield process
         except Exception:
             output.flush()
             print(log.read_text()[-4000:])
@@ -61,9 +76,10 @@ def running(command: list[str], health_url: str, log: Path, env: dict | None = N
 
 
 @contextlib.contextmanager
-def mlflow_server(workdir: Path, backend_store_uri: str | None = None) -> Iterator[str]:
-    """`mlflow server` on loopback, serving its own artifacts from ``workdir``/artifacts."""
-    port = free_port()
+def mlflow_server(workdir: Path, backend_store_uri: str | None = None, port: int | None = None) -> Iterator[str]:
+    """`mlflow server` on loopback, serving its own artifacts from ``workdir``/artifacts; the same
+    ``workdir`` and ``port`` again give the same server after a restart."""
+    port = port or free_port()
     backend = backend_store_uri or f"sqlite:///{workdir / 'server.db'}"
     command = [
         sys.executable,
@@ -90,8 +106,9 @@ def mlflow_server(workdir: Path, backend_store_uri: str | None = None) -> Iterat
 @contextlib.contextmanager
 def prediction_service(
     workdir: Path, tracking_uri: str, model_uri: str, env: dict | None = None, quiet: bool = False
-) -> Iterator[str]:
-    """This project's API (`uvicorn service.main:app`) on loopback, ready (model loaded)."""
+) -> Iterator[ServerURL]:
+    """This project's API (`uvicorn service.main:app`, one process) on loopback, ready (model
+    loaded); the yielded URL's ``pid`` is the uvicorn process."""
     port = free_port()
     command = [
         sys.executable,
@@ -112,8 +129,8 @@ def prediction_service(
         **(env or {}),
     }
     url = f"http://127.0.0.1:{port}"
-    with running(command, f"{url}/readyz", workdir / "api.log", env=settings):
-        yield url
+    with running(command, f"{url}/readyz", workdir / "api.log", env=settings) as process:
+        yield ServerURL(url, process.pid)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,9 @@ market holidays, not gaps.
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pandas as pd
 
 BUSINESS_DAY = "B"
@@ -64,3 +67,51 @@ def future_index(last: pd.Timestamp, freq: str, horizon: int) -> pd.DatetimeInde
     """The ``horizon`` timestamps after ``last`` at the series' frequency (business days skip
     weekends; holidays cannot be known from the data alone)."""
     return pd.date_range(start=last, periods=horizon + 1, freq=freq)[1:]
+
+
+def describe_step(freq: str) -> str:
+    """'h' -> 'hourly (h)', 'D' -> 'daily (D)', 'B' -> 'business days (B)', for messages."""
+    names = {
+        "h": "hourly",
+        "D": "daily",
+        "B": "business days",
+        "W": "weekly",
+        "MS": "monthly",
+        "ME": "monthly",
+    }
+    return f"{names.get(freq, 'every ' + freq)} ({freq})"
+
+
+def first_off_step(index: pd.DatetimeIndex, freq: str) -> tuple[int, str] | None:
+    """Where timestamps stop following ``freq``: (position, why), or None when they all do.
+
+    Business-day series may skip weekdays (market holidays) but never land on a weekend or jump
+    more than a week; every other frequency must step exactly one period at a time, so that the
+    future timestamps and calendar features the model derives from the last stamp are right."""
+    if len(index) < 2:
+        return None
+    every = describe_step(freq)
+    if is_business_day(freq):
+        weekend = np.flatnonzero(index.dayofweek >= 5)
+        if weekend.size:
+            k = int(weekend[0])
+            return k, f"{index[k]} falls on a weekend; this model's data is on {every}"
+        steps = index[1:] - index[:-1]
+        off = (
+            (steps <= pd.Timedelta(0))
+            | (steps > pd.Timedelta(days=7))
+            | (steps % pd.Timedelta(days=1) != pd.Timedelta(0))
+        )
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pd.errors.PerformanceWarning)  # non-tick offsets, few items
+            expected = index[:-1] + step_of(freq)
+        off = np.asarray(index[1:] != expected)
+    bad = np.flatnonzero(off)
+    if not bad.size:
+        return None
+    k = int(bad[0]) + 1
+    return (
+        k,
+        f"{index[k]} is {index[k] - index[k - 1]} after the previous timestamp; this model's data is {every}",
+    )

@@ -118,3 +118,35 @@ def test_readme_mentions_only_services_that_exist(compose):
     mentioned |= set(re.findall(r"--scale (\w+)=", section))
     assert mentioned, "README's Scaling out section shows no compose commands"
     assert mentioned <= set(compose["services"]) | {"--build"}, mentioned - set(compose["services"])
+
+
+def nginx_conf() -> str:
+    """deploy/nginx.conf without its comments."""
+    return re.sub(r"#[^\n]*", "", (REPO / "deploy" / "nginx.conf").read_text())
+
+
+def nginx_size(value: str) -> int:
+    number, unit = re.fullmatch(r"(\d+)([kKmMgG]?)", value).groups()
+    return int(number) * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[unit.lower()]
+
+
+@pytest.mark.parametrize(
+    ("modifier", "path"),
+    [("^~", "/v1/admin/"), ("=", "/metrics")],
+    ids=["admin", "metrics"],
+)
+def test_proxy_does_not_publish_admin_or_metrics(modifier, path):
+    conf = nginx_conf()
+    block = re.search(rf"location\s+{re.escape(modifier)}\s+{re.escape(path)}\s*\{{(?P<body>[^}}]*)\}}", conf)
+    assert block, f"deploy/nginx.conf has no `location {modifier} {path}` block"
+    assert re.fullmatch(r"\s*return\s+404\s*;\s*", block["body"]), block["body"]
+
+
+def test_proxy_body_limit_is_within_the_service_limit():
+    from service.settings import ServiceSettings
+
+    service_limit = ServiceSettings.model_fields["max_body_bytes"].default  # MAX_BODY_BYTES unset
+    sizes = re.findall(r"client_max_body_size\s+(\w+)\s*;", nginx_conf())
+    assert sizes, "set client_max_body_size in deploy/nginx.conf (nginx's own default is 1m)"
+    for size in sizes:
+        assert 0 < nginx_size(size) <= service_limit, (size, service_limit)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
+import uvicorn
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from pipelines.config import load_run_config
@@ -14,7 +19,7 @@ from pipelines.train import run_training
 from service.main import create_app
 from service.settings import ServiceSettings
 from tests.conftest import FAMILIES as FAMILIES_BASE
-from tests.conftest import TINY
+from tests.conftest import TINY, free_port
 
 FAMILIES = {
     **{
@@ -44,10 +49,50 @@ def model_store(tmp_path_factory) -> str:
     return uri
 
 
+def wait_ready(client: TestClient, timeout: float = 60.0) -> None:
+    """The model loads in the background after start-up: wait for /readyz."""
+    deadline = time.monotonic() + timeout
+    while (response := client.get("/readyz")).status_code != 200:
+        assert time.monotonic() < deadline, f"not ready after {timeout} s: {response.text}"
+        time.sleep(0.05)
+
+
 @contextmanager
-def serving(tracking_uri: str, model: str, **overrides) -> Iterator[TestClient]:
+def serving(tracking_uri: str, model: str, ready: bool = True, **overrides) -> Iterator[TestClient]:
+    """The app in a TestClient (lifespan run); with ``ready``, once its model is loaded."""
     settings = ServiceSettings(
         mlflow_tracking_uri=tracking_uri, model_uri=model, reload_interval_s=0, **overrides
     )
     with TestClient(create_app(settings)) as client:
+        if ready:
+            wait_ready(client)
         yield client
+
+
+@contextmanager
+def live_server(tracking_uri: str, model: str, **overrides) -> Iterator[tuple[str, FastAPI]]:
+    """The app under a real uvicorn on loopback, in a thread of this process (so a test can reach
+    into app.state), for what a TestClient cannot do: chunked bodies, clients that hang up."""
+    settings = ServiceSettings(
+        mlflow_tracking_uri=tracking_uri, model_uri=model, reload_interval_s=0, **overrides
+    )
+    app = create_app(settings)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline and thread.is_alive(), "the live server did not get ready"
+        time.sleep(0.05)
+    try:
+        yield url, app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -79,11 +79,19 @@ def test_timestamps_give_future_timestamps(model_store):
 
 BAD = [
     ({"series": [{"values": [1.0] * 5}]}, "series[0].values", "5 steps; the model needs at least 14"),
-    ({"series": [{"values": [1.0] * 13 + ["x"]}]}, "series[0].values", "values[13] is 'x', not a number"),
-    ({"series": [{"values": [1.0] * 13 + [True]}]}, "series[0].values", "not a number"),
+    ({"series": [{"values": [1.0] * 13 + ["x"]}]}, "series[0].values[13]", "'x' is not a number"),
+    ({"series": [{"values": [1.0] * 13 + [True]}]}, "series[0].values[13]", "True is not a number"),
+    ({"series": [{"values": [1.0] * 13 + [None]}]}, "series[0].values[13]", "null is not a number"),
+    ({"series": [{"values": [1.0] * 13 + [1e39]}]}, "series[0].values[13]", "beyond +-3.4e38"),
+    (
+        {"series": [{"values": [1.0] * 14}], "return_attention": "yes"},
+        "return_attention",
+        "not true or false",
+    ),
+    ({"series": [{"values": [1.0] * 14}], "return_attention": 1}, "return_attention", "not true or false"),
     ({"series": [{"values": [[1.0, 2.0]] * 14}]}, "series[0].values", "rows have 2 number(s)"),
     ({"series": [{"values": [[1.0], [2.0, 3.0]]}]}, "series[0].values", "ragged rows"),
-    ({"series": [{"values": [1.0, [2.0]]}]}, "series[0].values", "mix of numbers and rows"),
+    ({"series": [{"values": [1.0, [2.0]]}]}, "series[0].values[1]", "mix of numbers and rows"),
     ({"series": []}, "series", "at least 1 item"),
     ({"series": [{"values": [1.0] * 14, "extra": 1}]}, "series[0].extra", "unknown field"),
     ({"series": [{"values": [1.0] * 14}], "foo": 1}, "foo", "unknown field"),
@@ -103,6 +111,7 @@ def test_bad_input_is_a_422_naming_series_and_field(body, field, message, model_
     assert response.status_code == 422, response.text
     problems = response.json()["detail"]
     assert any(p["field"] == field and message in p["msg"] for p in problems), problems
+    assert all(set(p) == {"loc", "field", "msg", "type"} for p in problems), problems
 
 
 def test_nan_infinity_non_json_and_content_type(model_store):
@@ -112,11 +121,15 @@ def test_nan_infinity_non_json_and_content_type(model_store):
             body = '{"series": [{"values": [' + ",".join(["1.0"] * 13 + [literal]) + "]}]}"
             response = client.post("/v1/predict", content=body, headers=headers)
             assert response.status_code == 422, response.text
-            assert "only finite numbers" in response.json()["detail"][0]["msg"]
+            problem = response.json()["detail"][0]
+            assert problem["field"] == "series[0].values[13]" and "only finite numbers" in problem["msg"]
+        huge_integer = '{"series": [{"values": [' + ",".join(["1"] * 13 + ["1" * 401]) + "]}]}"
+        response = client.post("/v1/predict", content=huge_integer, headers=headers)
+        assert response.status_code == 422 and response.json()["detail"][0]["field"] == "series[0].values[13]"
         broken = client.post("/v1/predict", content="{not json", headers=headers)
-        assert broken.status_code == 422
+        assert broken.status_code == 422 and "not valid JSON" in broken.json()["detail"][0]["msg"]
         plain = client.post("/v1/predict", content='{"series": []}', headers={"Content-Type": "text/plain"})
-        assert plain.status_code == 422 and "application/json" in plain.json()["detail"][0]["msg"]
+        assert plain.status_code == 415 and "application/json" in plain.json()["detail"]
 
 
 def test_size_limits(model_store):
@@ -177,7 +190,13 @@ def test_concurrent_requests_are_batched_and_each_caller_gets_its_own_forecast(m
 
 
 def test_full_queue_answers_503_with_retry_after(model_store):
-    with serving(model_store, "models:/svc-lstm@champion", queue_size=2, max_wait_ms=0) as client:
+    with serving(
+        model_store,
+        "models:/svc-lstm@champion",
+        max_queued_windows=2,
+        max_series_per_request=2,
+        max_wait_ms=0,
+    ) as client:
         gate = threading.Event()
         client.app.state.batcher.executor.submit(gate.wait)  # the forward pass thread is busy
         body = {"series": [{"values": window(14)}]}
@@ -193,19 +212,22 @@ def test_full_queue_answers_503_with_retry_after(model_store):
 
 
 def test_readiness_before_and_after_load_and_503_without_model(model_store):
-    with serving(model_store, "models:/svc-late@champion") as client:
+    admin = {"X-API-Key": "k"}
+    with serving(model_store, "models:/svc-late@champion", ready=False, api_key="k") as client:
         assert client.get("/healthz").status_code == 200
-        assert client.get("/readyz").status_code == 503
-        response = client.post("/v1/predict", json={"series": [{"values": window(14)}]})
+        not_ready = client.get("/readyz")
+        assert not_ready.status_code == 503 and not_ready.json()["status"] == "not ready"
+        response = client.post("/v1/predict", json={"series": [{"values": window(14)}]}, headers=admin)
         assert response.status_code == 503 and "Retry-After" in response.headers
         registry = mlflow.MlflowClient(model_store)
         source = registry.get_model_version_by_alias("svc-lstm", "champion")
         registry.create_registered_model("svc-late")
         late = registry.create_model_version("svc-late", source.source, run_id=source.run_id)
         registry.set_registered_model_alias("svc-late", "champion", late.version)
-        assert client.post("/v1/admin/reload").json()["changed"] is True
+        assert client.post("/v1/admin/reload", headers=admin).json()["changed"] is True
         assert client.get("/readyz").status_code == 200
-        assert client.post("/v1/predict", json={"series": [{"values": window(14)}]}).status_code == 200
+        answer = client.post("/v1/predict", json={"series": [{"values": window(14)}]}, headers=admin)
+        assert answer.status_code == 200
 
 
 def test_hot_reload_to_a_new_version_and_refusal_of_a_broken_one(model_store):
@@ -216,7 +238,8 @@ def test_hot_reload_to_a_new_version_and_refusal_of_a_broken_one(model_store):
     v1 = registry.create_model_version("svc-hot", lstm.source, run_id=lstm.run_id)
     registry.set_registered_model_alias("svc-hot", "champion", v1.version)
     body = {"series": [{"values": window(14)}]}
-    with serving(model_store, "models:/svc-hot@champion") as client:
+    with serving(model_store, "models:/svc-hot@champion", api_key="k") as client:
+        client.headers["X-API-Key"] = "k"
         first = client.post("/v1/predict", json=body).json()
         assert first["model"]["version"] == "1"
         v2 = registry.create_model_version("svc-hot", gru.source, run_id=gru.run_id)
@@ -232,7 +255,8 @@ def test_hot_reload_to_a_new_version_and_refusal_of_a_broken_one(model_store):
         assert refused.status_code == 502 and "still serving version 2" in refused.json()["detail"]
         assert client.post("/v1/predict", json=body).json()["model"]["version"] == "2"
         assert client.get("/readyz").status_code == 200
-        assert client.get("/v1/model").json()["last_reload_error"]
+        status = client.get("/v1/admin/status").json()
+        assert status["last_error"] and status["consecutive_failures"] == 1
         metrics = client.get("/metrics").text
     assert 'forecast_model_reloads_total{outcome="failure"} 1.0' in metrics
     assert 'forecast_model_reloads_total{outcome="success"} 2.0' in metrics
@@ -251,4 +275,5 @@ def test_metrics_and_docs(model_store):
         assert client.get("/docs").status_code == 200
         schema = client.get("/openapi.json").json()
         example = schema["components"]["schemas"]["PredictRequest"]["examples"][0]
-        assert len(example["series"][0]["values"]) == 28  # the demo model's look-back
+        assert len(example["series"][0]["values"]) == 14  # the served model's look-back
+        assert client.post("/v1/predict", json=example).status_code == 200

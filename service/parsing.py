@@ -1,0 +1,155 @@
+"""Request bodies to arrays, fast and off the event loop when large.
+
+Parsing is pydantic's compiled JSON validator straight from bytes (no ``json.loads`` and no Python
+per number). A body over ``parse_offload_bytes`` is parsed in a helper process, so one client
+posting megabytes cannot stall everyone else's requests on the event loop; what comes back is
+numpy arrays, which cross the process boundary as a copy of their bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from service.schemas import PredictRequest
+
+
+@dataclass
+class ParsedSeries:
+    values: np.ndarray  # (T, F) float64, as given
+    timestamps: list[datetime] | None
+
+
+@dataclass
+class ParsedRequest:
+    series: list[ParsedSeries]
+    return_attention: bool
+
+
+@dataclass
+class ProblemItem:
+    loc: list[str | int]  # without "body": ["series", 0, "values", 13]
+    msg: str
+    type: str
+
+
+class RequestProblems(Exception):
+    """Everything wrong with a request; answered as 422 naming each field."""
+
+    def __init__(self, problems: list[ProblemItem]) -> None:
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = problems
+
+
+class ParserBusyError(Exception):
+    """Too many large bodies are waiting to be parsed (503 + Retry-After)."""
+
+
+UNION_TAGS = {"numbers", "rows"}  # the discriminator's branch names pydantic puts in error locations
+
+
+def problems_from(error: ValidationError) -> list[ProblemItem]:
+    """pydantic's errors as short, field-naming problems; one per location."""
+    problems, seen = [], set()
+    for item in error.errors(include_url=False):
+        loc = [part for part in item["loc"] if part not in UNION_TAGS]
+        key = tuple(loc)
+        if key in seen:
+            continue
+        seen.add(key)
+        problems.append(ProblemItem(loc, _message(item), item["type"]))
+    return problems
+
+
+def _message(item: dict[str, Any]) -> str:
+    kind, given = item["type"], item.get("input")
+    if kind in ("float_type", "float_parsing"):
+        if isinstance(given, list):
+            return "a row among numbers (mix of numbers and rows): give L numbers or L rows of F numbers"
+        return "null is not a number" if given is None else f"{given!r} is not a number"
+    if kind == "finite_number":
+        return "only finite numbers are accepted (no NaN, Infinity, or numbers beyond float range)"
+    if kind in ("less_than_equal", "greater_than_equal"):
+        return f"{given:g} is beyond +-3.4e38, the float32 range models compute in"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "bool_type":
+        return f"{given!r} is not true or false"
+    if kind == "json_invalid":
+        return f"the body is not valid JSON: {item['ctx']['error']}"
+    return item["msg"].removeprefix("Value error, ")
+
+
+def parse_predict(body: bytes) -> ParsedRequest:
+    """Validate a /v1/predict body; raises RequestProblems naming every bad field."""
+    try:
+        request = PredictRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise RequestProblems(problems_from(error)) from None
+    series = []
+    for item in request.series:
+        values = np.asarray(item.values, dtype=np.float64)
+        series.append(ParsedSeries(values[:, None] if values.ndim == 1 else values, item.timestamps))
+    return ParsedRequest(series, request.return_attention)
+
+
+def parse_in_worker(body: bytes) -> ParsedRequest | list[ProblemItem]:
+    """parse_predict for the helper process: problems come back as a value, not an exception."""
+    try:
+        return parse_predict(body)
+    except RequestProblems as problems:
+        return problems.problems
+
+
+class BodyParser:
+    """Parses small bodies inline and large ones in one helper process, at most ``max_waiting``
+    large ones at a time (beyond that: busy)."""
+
+    def __init__(self, offload_bytes: int, max_waiting: int = 4) -> None:
+        self.offload_bytes = offload_bytes
+        self.max_waiting = max_waiting
+        self.waiting = 0
+        self.pool: ProcessPoolExecutor | None = None
+
+    def start(self) -> None:
+        if self.offload_bytes > 0:
+            # spawn, not fork: the serving process has threads (torch, the batcher)
+            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            self.pool.submit(parse_in_worker, b'{"series": [{"values": [0]}]}')  # start it now
+
+    async def stop(self) -> None:
+        """Stop the helper process and wait (up to 5 s) until it is gone: uvicorn re-raises
+        SIGTERM after its shutdown, so nothing after this would reap a worker left running."""
+        if self.pool is None:
+            return
+        pool, self.pool = self.pool, None
+        workers = list(getattr(pool, "_processes", {}).values())  # to end them if they hang
+        try:
+            await asyncio.wait_for(asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True), 5)
+        except TimeoutError:
+            for worker in workers:
+                worker.kill()
+
+    async def parse(self, body: bytes) -> ParsedRequest:
+        if self.pool is None or len(body) <= self.offload_bytes:
+            return parse_predict(body)
+        if self.waiting >= self.max_waiting:
+            raise ParserBusyError(f"{self.waiting} large bodies are already being parsed")
+        self.waiting += 1
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(self.pool, parse_in_worker, body)
+        except BrokenProcessPool:  # the helper died (killed, out of memory): a new one, and inline now
+            self.start()
+            result = parse_in_worker(body)
+        finally:
+            self.waiting -= 1
+        if isinstance(result, list):
+            raise RequestProblems(result)
+        return result

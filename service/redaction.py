@@ -1,0 +1,24 @@
+"""Credentials never leave the process: every URI or error text that is logged or returned goes
+through ``redact`` first. A tracking URI like ``http://user:pass@host`` and a presigned object-store
+URL both carry secrets, and library errors quote them verbatim."""
+
+from __future__ import annotations
+
+import re
+
+# scheme://user:password@host -> scheme://***@host (any userinfo, with or without a password)
+USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@\s'\"]+@")
+# ?password=..., &token=..., X-Amz-Signature=... in query strings and key=value texts
+SECRET_PARAMS = re.compile(
+    r"(?P<key>(?:password|passwd|pwd|token|secret|api[_-]?key|signature|credential|x-amz-[a-z-]+)=)"
+    r"[^&\s'\"]+",
+    re.IGNORECASE,
+)
+
+
+def redact(text: str | None) -> str | None:
+    """The same text with URI credentials and secret query parameters replaced by ``***``."""
+    if text is None:
+        return None
+    text = USERINFO.sub(r"\g<scheme>***@", text)
+    return SECRET_PARAMS.sub(r"\g<key>***", text)
