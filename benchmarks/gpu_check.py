@@ -74,6 +74,10 @@ def main() -> int:
         mlflow_tracking_uri=uri, model_uri="models:/gpu-check@champion", device="auto", reload_interval_s=0
     )
     with TestClient(create_app(settings)) as client:
+        deadline = time.monotonic() + 120  # the model loads in the background after start-up
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, client.get("/readyz").text
+            time.sleep(0.1)
         description = client.get("/v1/model").json()
         assert description["device"] == "cuda", description["device"]
         answer = client.post("/v1/predict", json={"series": [{"values": windows[0].tolist()}]}).json()

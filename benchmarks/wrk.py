@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 MARKER = "WRK_JSON "
+MAX_DELAY_FRACTION = 0.5  # a delay() longer than this x --timeout risks wrk counting timeouts
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 LUA = r"""-- written by benchmarks/wrk.py
@@ -162,9 +163,14 @@ class WrkResult:
 
 
 class Wrk:
-    """One wrk process: POST ``body`` to ``url`` with ``connections`` for ``seconds``, paced to
-    ``rate`` requests/s in total when given. ``start()`` returns at once; ``result()`` waits (bounded)
-    and parses the JSON line printed by ``done()``."""
+    """One wrk process: POST ``body`` to ``url`` with ``connections`` for ``seconds``, paced when
+    ``rate`` or ``delay_ms`` is given. ``start()`` returns at once; ``result()`` waits (bounded) and
+    parses the JSON line printed by ``done()``.
+
+    Pacing is wrk's ``delay()``: each connection waits ``delay_ms`` after every answer before its
+    next request, so its cycle is delay + latency. ``rate`` sets ``delay_ms = connections * 1000 /
+    rate``, which bounds the offered rate by ``rate`` but reaches it only when answers are instant;
+    to hold a rate, set ``delay_ms`` from a measured latency (as soak.py does, slice by slice)."""
 
     def __init__(
         self,
@@ -176,17 +182,25 @@ class Wrk:
         rate: float | None = None,
         timeout_s: float = 5.0,
         workdir: Path | None = None,
+        delay_ms: float | None = None,
     ) -> None:
         check_loopback(url)
         if seconds < 1:
             raise ValueError("wrk runs for whole seconds, at least 1")
+        if rate and delay_ms is not None:
+            raise ValueError("give rate or delay_ms, not both")
+        if delay_ms is not None and delay_ms < 0:
+            raise ValueError(f"delay_ms {delay_ms} < 0")
         self.url, self.connections, self.seconds, self.threads = url, connections, int(seconds), threads
         self.timeout_s = timeout_s
-        self.delay_ms = connections * 1000.0 / rate if rate else 0.0
-        if self.delay_ms and self.delay_ms > 500 * timeout_s:
+        self.delay_ms = delay_ms or (connections * 1000.0 / rate if rate else 0.0)
+        if self.delay_ms and self.delay_ms > MAX_DELAY_FRACTION * 1000 * timeout_s:
             # wrk counts a timeout for a connection whose last request started > --timeout ago,
             # even while it merely waits out its delay()
-            raise ValueError(f"{rate} req/s over {connections} connections is too slow a pace for wrk")
+            raise ValueError(
+                f"a delay of {self.delay_ms:.1f} ms per connection is too slow a pace for wrk "
+                f"(--timeout {timeout_s:g} s)"
+            )
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="wrk-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         tag = f"{os.getpid()}-{id(self):x}"

@@ -94,9 +94,16 @@ class ModelInfo(BaseModel):
     run_id: str | None
 
 
+NaiveTimestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")]
+
+
 class ForecastOut(BaseModel):
     values: list[float]
-    timestamps: list[datetime] | None = None
+    timestamps: list[NaiveTimestamp] | None = Field(
+        None,
+        description="one per forecast step, ISO 8601 without a zone: the clock of the request's "
+        "timestamps (UTC when those were zone-aware)",
+    )
     attention: list[list[float]] | None = Field(None, description="H rows of L weights, each summing to 1")
     quantiles: dict[str, list[float]] | None = Field(
         None, description='prediction-interval bounds by quantile level, e.g. {"0.1": [...], "0.9": [...]}'
