@@ -76,7 +76,9 @@ def running(
 
 
 @contextlib.contextmanager
-def mlflow_server(workdir: Path, backend_store_uri: str | None = None, port: int | None = None) -> Iterator[str]:
+def mlflow_server(
+    workdir: Path, backend_store_uri: str | None = None, port: int | None = None
+) -> Iterator[str]:
     """`mlflow server` on loopback, serving its own artifacts from ``workdir``/artifacts; the same
     ``workdir`` and ``port`` again give the same server after a restart."""
     port = port or free_port()
