@@ -28,4 +28,5 @@ RUN pip install --index-url "${TORCH_INDEX_URL}" --extra-index-url https://pypi.
 
 USER forecaster
 EXPOSE 8000 5000
-CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000"]
+# Requests still waiting 5 s after SIGTERM get 503 (Docker kills at 10 s)
+CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]

@@ -436,7 +436,15 @@ def serve(
         os.environ["MODEL_URI"] = model_uri
     if device:
         os.environ["DEVICE"] = device
-    uvicorn.run("service.main:app", host=host, port=port, workers=workers, log_level="info")
+    # requests still waiting 5 s after Ctrl-C / SIGTERM are answered 503, not cut off
+    uvicorn.run(
+        "service.main:app",
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )
 
 
 def main() -> None:

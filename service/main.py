@@ -39,8 +39,21 @@ DESCRIPTION = (
 )
 
 
+def service_logging() -> None:
+    """The service's own lines (model swaps, load failures, batch retries) at INFO on stderr, beside
+    uvicorn's; library loggers stay as they are."""
+    logger = logging.getLogger("service")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     settings = settings or ServiceSettings()
+    service_logging()
     metrics = ServiceMetrics()
 
     @contextlib.asynccontextmanager
@@ -55,7 +68,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         reloader = Reloader(
             store, metrics, settings.reload_interval_s, settings.reload_timeout_s, settings.load_retry_max_s
         )
-        parser = BodyParser(settings.parse_offload_bytes)
+        parser = BodyParser(settings.parse_offload_bytes, settings.parse_timeout_s)
         app.state.store, app.state.batcher, app.state.reloader = store, batcher, reloader
         app.state.parser = parser
         parser.start()
@@ -83,13 +96,17 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(ArrivalTracker)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(RequestMetrics, metrics=metrics)
+    paths = frozenset(route.path for route in router.routes if hasattr(route, "path"))
+    app.add_middleware(RequestMetrics, metrics=metrics, paths=paths)
     return app
 
 
+PROTECTED = ("/v1/predict", "/v1/model", "/v1/admin/status", "/v1/admin/reload")
+
+
 def model_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """The OpenAPI document with the request schema narrowed to the served model, rebuilt when
-    another version is swapped in."""
+    """The OpenAPI document with the request schema narrowed to the served model (rebuilt when
+    another version is swapped in), and the API key as a security scheme when one is set."""
     built: dict[str | None, dict[str, Any]] = {}
 
     def openapi() -> dict[str, Any]:
@@ -97,32 +114,56 @@ def model_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         model = None if store is None else store.current
         key = None if model is None else model.ref.load_uri
         if key not in built:
-            document = get_openapi(
-                title=app.title, version=app.version, description=app.description, routes=app.routes
-            )
-            components = request_schemas()
-            if model is not None:
-                p = model.predictor
-                components = model_schema(
-                    components, p.lookback, len(p.features), app.state.settings.max_series_per_request
-                )
-                components["PredictRequest"]["examples"] = [{"series": [{"values": example_window(p)}]}]
-            document.setdefault("components", {}).setdefault("schemas", {}).update(components)
             built.clear()
-            built[key] = document
+            built[key] = build_openapi(app, None if model is None else model.predictor)
         return built[key]
 
     return openapi
 
 
-def example_window(predictor: Any) -> list:
-    """A plausible window for the served model: each feature's training mean, the target swinging
-    one standard deviation over the look-back."""
+def build_openapi(app: FastAPI, predictor: Any | None) -> dict[str, Any]:
+    settings: ServiceSettings = app.state.settings
+    document = get_openapi(
+        title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
+    components = request_schemas()
+    if predictor is not None:
+        p = predictor
+        components = model_schema(
+            components, p.lookback, len(p.features), settings.max_series_per_request, p.uses_calendar
+        )
+        # with a key set the document is public but training statistics are not: a neutral example
+        components["PredictRequest"]["examples"] = [example_request(p, plausible=not settings.api_key)]
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(components)
+    if settings.api_key:
+        document["components"]["securitySchemes"] = {
+            "APIKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}
+        }
+        for path in PROTECTED:
+            for operation in document["paths"].get(path, {}).values():
+                operation["security"] = [{"APIKey": []}]
+    return document
+
+
+def example_request(predictor: Any, plausible: bool) -> dict[str, Any]:
+    """A valid request for the served model: one window (each feature's training mean, the target
+    swinging one standard deviation; or a unit sine when ``plausible`` is off), with evenly spaced
+    timestamps for calendar models."""
     steps = np.arange(predictor.lookback)
-    window = np.tile(predictor.scaler.mean, (predictor.lookback, 1))
-    window[:, 0] += predictor.scaler.std[0] * np.sin(2 * np.pi * steps / max(predictor.lookback, 2))
+    features = len(predictor.features)
+    mean = predictor.scaler.mean if plausible else np.zeros(features)
+    swing = predictor.scaler.std[0] if plausible else 1.0
+    window = np.tile(mean, (predictor.lookback, 1))
+    window[:, 0] += swing * np.sin(2 * np.pi * steps / max(predictor.lookback, 2))
     rows = np.round(window, 3)
-    return rows[:, 0].tolist() if rows.shape[1] == 1 else rows.tolist()
+    series: dict[str, Any] = {"values": rows[:, 0].tolist() if features == 1 else rows.tolist()}
+    if predictor.uses_calendar:
+        start = np.datetime64("2024-01-01T00:00", "s")
+        step = predictor.future_times(np.array([start]))[0, 0] - start
+        times = start + step * steps
+        series["timestamps"] = [str(t) for t in np.datetime_as_string(times, "s")]
+    return {"series": [series]}
 
 
 async def request_problems(request: Request, exc: Exception) -> JSONResponse:

@@ -11,8 +11,13 @@ from service.metrics import ServiceMetrics
 
 
 class RequestMetrics:
-    def __init__(self, app: ASGIApp, metrics: ServiceMetrics) -> None:
-        self.app, self.metrics = app, metrics
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics, paths: frozenset[str] = frozenset()) -> None:
+        self.app, self.metrics, self.paths = app, metrics, paths
+
+    def known(self, scope: Scope) -> str:
+        """A request answered before routing (e.g. 413 on its Content-Length) still counts under
+        its route's path when it names one; anything else is "unmatched" (bounded label values)."""
+        return scope["path"] if scope["path"] in self.paths else "unmatched"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -30,7 +35,7 @@ class RequestMetrics:
             await self.app(scope, receive, record_status)
         finally:
             route = scope.get("route")
-            name = getattr(route, "path", None) or "unmatched"
+            name = getattr(route, "path", None) or self.known(scope)
             self.metrics.requests.labels(name, str(status)).inc()
             self.metrics.latency.labels(name).observe(time.perf_counter() - started)
 

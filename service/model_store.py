@@ -32,9 +32,13 @@ class ModelRef:
 
     uri: str  # as configured
     load_uri: str  # pinned: models:/NAME/VERSION where there is a registry entry
-    name: str | None = None
+    name: str | None = None  # registered models only
     version: str | None = None
     run_id: str | None = None
+    shown_uri: str = field(init=False)  # load_uri with any credentials redacted: what we tell
+
+    def __post_init__(self) -> None:
+        self.shown_uri = redact(self.load_uri) or ""
 
 
 @dataclass
@@ -72,7 +76,7 @@ def resolve(uri: str, client: mlflow.MlflowClient) -> ModelRef:
     if pinned:
         version = client.get_model_version(pinned["name"], pinned["version"])
         return ModelRef(uri, uri, pinned["name"], str(version.version), version.run_id)
-    return ModelRef(uri, uri, name=uri)
+    return ModelRef(uri, uri)  # a runs:/, file or s3 URI: no registry name
 
 
 def training_metrics(client: mlflow.MlflowClient, run_id: str | None) -> dict[str, Any]:
@@ -176,15 +180,15 @@ class ModelStore:
                 current = self.current
                 if current is not None and current.ref.load_uri == ref.load_uri:
                     self._succeeded()
-                    return False, f"already serving {ref.load_uri}"
+                    return False, f"already serving {ref.shown_uri}"
                 loaded = self.load(ref)
             except Exception as exc:  # the registry or the artifact may be broken: keep serving
                 self.failed(exc)
                 raise
             self.current = loaded  # atomic swap: requests already batched keep the old object
             self._succeeded()
-            log.info("serving %s (version %s) on %s", ref.load_uri, ref.version, self.device)
-            return True, f"now serving {ref.load_uri}"
+            log.info("serving %s (version %s) on %s", ref.shown_uri, ref.version, self.device)
+            return True, f"now serving {ref.shown_uri}"
         finally:
             self._lock.release()
 

@@ -45,14 +45,30 @@ class RequestProblems(Exception):
 
     def __init__(self, problems: list[ProblemItem]) -> None:
         super().__init__(f"{len(problems)} problem(s)")
-        self.problems = problems
+        self.problems = capped(problems)
 
 
 class ParserBusyError(Exception):
     """Too many large bodies are waiting to be parsed (503 + Retry-After)."""
 
 
+class ParseTimeoutError(Exception):
+    """A body took longer than its deadline to parse (413): its helper process was replaced."""
+
+
 UNION_TAGS = {"numbers", "rows"}  # the discriminator's branch names pydantic puts in error locations
+MAX_PROBLEMS = 20  # a 422 names at most this many fields, then says how many more there were
+
+
+def capped(problems: list[ProblemItem]) -> list[ProblemItem]:
+    """At most MAX_PROBLEMS, the last one saying how many were left out."""
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    more = len(problems) - MAX_PROBLEMS + 1
+    return [
+        *problems[: MAX_PROBLEMS - 1],
+        ProblemItem([], f"... and {more} more problems", "too_many_problems"),
+    ]
 
 
 def problems_from(error: ValidationError) -> list[ProblemItem]:
@@ -65,7 +81,7 @@ def problems_from(error: ValidationError) -> list[ProblemItem]:
             continue
         seen.add(key)
         problems.append(ProblemItem(loc, _message(item), item["type"]))
-    return problems
+    return capped(problems)
 
 
 def _message(item: dict[str, Any]) -> str:
@@ -112,8 +128,9 @@ class BodyParser:
     """Parses small bodies inline and large ones in one helper process, at most ``max_waiting``
     large ones at a time (beyond that: busy)."""
 
-    def __init__(self, offload_bytes: int, max_waiting: int = 4) -> None:
+    def __init__(self, offload_bytes: int, timeout: float = 10.0, max_waiting: int = 4) -> None:
         self.offload_bytes = offload_bytes
+        self.timeout = timeout
         self.max_waiting = max_waiting
         self.waiting = 0
         self.pool: ProcessPoolExecutor | None = None
@@ -123,6 +140,14 @@ class BodyParser:
             # spawn, not fork: the serving process has threads (torch, the batcher)
             self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
             self.pool.submit(parse_in_worker, b'{"series": [{"values": [0]}]}')  # start it now
+
+    def _replace(self, pool: ProcessPoolExecutor) -> None:
+        if pool is not self.pool:
+            return  # replaced already by another caller
+        for worker in list(getattr(pool, "_processes", {}).values()):
+            worker.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        self.start()
 
     async def stop(self) -> None:
         """Stop the helper process and wait (up to 5 s) until it is gone: uvicorn re-raises
@@ -143,10 +168,15 @@ class BodyParser:
         if self.waiting >= self.max_waiting:
             raise ParserBusyError(f"{self.waiting} large bodies are already being parsed")
         self.waiting += 1
+        pool = self.pool
         try:
-            result = await asyncio.get_running_loop().run_in_executor(self.pool, parse_in_worker, body)
+            work = asyncio.get_running_loop().run_in_executor(pool, parse_in_worker, body)
+            result = await asyncio.wait_for(work, self.timeout)
+        except TimeoutError:  # a body built to be slow: end the helper, start a fresh one
+            self._replace(pool)
+            raise ParseTimeoutError(f"the body took longer than {self.timeout:g} s to parse") from None
         except BrokenProcessPool:  # the helper died (killed, out of memory): a new one, and inline now
-            self.start()
+            self._replace(pool)
             result = parse_in_worker(body)
         finally:
             self.waiting -= 1

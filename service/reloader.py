@@ -65,7 +65,7 @@ class Reloader:
         ref = self.store.current.ref
         version = float(ref.version) if ref.version and ref.version.isdigit() else 0.0
         self.metrics.model_version.clear()
-        self.metrics.model_version.labels(ref.name or ref.uri).set(version)
+        self.metrics.model_version.labels(ref.name or "unregistered").set(version)
 
     async def run(self) -> None:
         """Load until it works (backoff), then watch the alias every ``interval`` seconds."""

@@ -11,6 +11,7 @@ import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
 
 from service.batching import (
     Answer,
@@ -22,7 +23,7 @@ from service.batching import (
 )
 from service.middleware import ARRIVAL
 from service.model_store import ModelStore
-from service.parsing import ParserBusyError, ProblemItem, RequestProblems
+from service.parsing import ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
 from service.redaction import redact
 from service.schemas import Message, ModelDescription, PredictResponse, Readiness, ValidationProblems
 from service.security import require_admin, require_api_key
@@ -57,7 +58,8 @@ def not_ready_reason(store: ModelStore) -> str:
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Message, "description": "API_KEY is set and the request lacks it"},
-    413: {"model": Message, "description": "the body is larger than MAX_BODY_BYTES"},
+    408: {"model": Message, "description": "the body did not arrive within BODY_TIMEOUT_S"},
+    413: {"model": Message, "description": "the body is larger than MAX_BODY_BYTES, or too slow to parse"},
     415: {"model": Message, "description": "the body is not sent as application/json"},
     422: {"model": ValidationProblems, "description": "the request, naming each bad field"},
     503: {"model": Message, "description": "no model yet, busy or shutting down; see Retry-After"},
@@ -92,7 +94,17 @@ async def predict(request: Request, store: Store, batcher: BatcherDep) -> JSONRe
         )
     settings = request.app.state.settings
     try:
-        parsed = await request.app.state.parser.parse(await request.body())
+        body = await asyncio.wait_for(request.body(), settings.body_timeout_s)
+        parsed = await request.app.state.parser.parse(body)
+    except ClientDisconnect:  # hung up while sending: nobody to answer
+        return Response(status_code=499)
+    except TimeoutError:
+        raise HTTPException(
+            status.HTTP_408_REQUEST_TIMEOUT,
+            detail=f"the body did not arrive within {settings.body_timeout_s:g} s",
+        ) from None
+    except ParseTimeoutError as exc:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail=f"{exc}; send fewer series") from None
     except ParserBusyError as exc:
         raise unavailable(f"busy: {exc}") from None
     windows = windows_for(parsed, model.predictor, settings.max_series_per_request)
@@ -133,6 +145,9 @@ async def answer_unless_gone(request: Request, future: asyncio.Future, timeout: 
     gone = asyncio.ensure_future(_disconnected(request))
     try:
         done, _ = await asyncio.wait((future, gone), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # the server is stopping and gave up waiting for this request
+        future.cancel()
+        raise ShuttingDownError("the service is shutting down") from None
     finally:
         gone.cancel()
     if future in done:
@@ -150,7 +165,7 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-def forecast_body(answer: Answer, future: np.ndarray | None) -> dict[str, object]:
+def forecast_body(answer: Answer, future: list[np.ndarray | None]) -> dict[str, object]:
     """The PredictResponse document, built directly: validating our own output through pydantic
     cost as much as the forward pass of a small model."""
     used, prediction = answer.model, answer.prediction
@@ -160,7 +175,7 @@ def forecast_body(answer: Answer, future: np.ndarray | None) -> dict[str, object
     forecasts = []
     for i, values in enumerate(means):
         forecast: dict[str, object] = {"values": values}
-        if future is not None:
+        if future[i] is not None:
             forecast["timestamps"] = [str(t) for t in np.datetime_as_string(future[i], "s")]
         if attention is not None:
             forecast["attention"] = attention[i]
@@ -169,7 +184,7 @@ def forecast_body(answer: Answer, future: np.ndarray | None) -> dict[str, object
         forecasts.append(forecast)
     ref = used.ref
     return {
-        "model": {"name": ref.name, "version": ref.version, "uri": ref.load_uri, "run_id": ref.run_id},
+        "model": {"name": ref.name, "version": ref.version, "uri": ref.shown_uri, "run_id": ref.run_id},
         "horizon": used.predictor.horizon,
         "forecasts": forecasts,
     }
@@ -191,7 +206,7 @@ async def describe_model(store: Store) -> ModelDescription:
         name=model.ref.name,
         version=model.ref.version,
         uri=redact(model.ref.uri),
-        loaded_uri=redact(model.ref.load_uri),
+        loaded_uri=model.ref.shown_uri,
         run_id=model.ref.run_id,
         family=config.family,
         architecture=config.architecture,
@@ -253,9 +268,7 @@ async def admin_status(request: Request, store: Store, batcher: BatcherDep) -> d
     return {
         "model_uri": redact(store.model_uri),
         "tracking_uri": redact(store.tracking_uri),
-        "serving": None
-        if model is None
-        else {"uri": redact(model.ref.load_uri), "version": model.ref.version},
+        "serving": None if model is None else {"uri": model.ref.shown_uri, "version": model.ref.version},
         "last_attempt": loading.last_attempt,
         "last_success": loading.last_success,
         "consecutive_failures": loading.failures,

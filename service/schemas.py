@@ -22,9 +22,12 @@ def _layout(values: Any) -> str:
     return "rows" if isinstance(values, list) and values and isinstance(values[0], list) else "numbers"
 
 
+# fail_fast: the first bad number of a window is reported, not each of a million bad ones (the
+# error list is built in Python and would block the event loop, and the answer would be huge)
+Row = Annotated[list[Number], Field(fail_fast=True)]
 Values = Annotated[
-    Annotated[list[Number], Field(min_length=1), Tag("numbers")]
-    | Annotated[list[list[Number]], Field(min_length=1), Tag("rows")],
+    Annotated[list[Number], Field(min_length=1, fail_fast=True), Tag("numbers")]
+    | Annotated[list[Row], Field(min_length=1, fail_fast=True), Tag("rows")],
     Discriminator(_layout),
 ]
 
@@ -61,7 +64,12 @@ class SeriesIn(Strict):
 
 
 class PredictRequest(Strict):
-    series: list[SeriesIn] = Field(..., min_length=1, description="windows to forecast from")
+    series: list[SeriesIn] = Field(
+        ...,
+        min_length=1,
+        fail_fast=True,  # the first malformed series is reported; model checks then report all
+        description="windows to forecast from",
+    )
     return_attention: StrictBool = Field(False, description="attention weights (seq2seq with attention)")
 
     model_config = ConfigDict(
@@ -158,11 +166,17 @@ def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[
 
 
 def model_schema(
-    components: dict[str, dict], lookback: int, features: int, max_series: int
+    components: dict[str, dict], lookback: int, features: int, max_series: int, calendar: bool = False
 ) -> dict[str, dict]:
     """The request components narrowed to one model: at least ``lookback`` steps, rows of exactly
-    ``features`` numbers (a univariate model also takes plain numbers), at most ``max_series``."""
+    ``features`` numbers (a univariate model also takes plain numbers), at most ``max_series``,
+    and timestamps required when the model uses calendar features."""
     narrowed = copy.deepcopy(components)
+    if calendar:
+        narrowed["SeriesIn"]["required"] = ["values", "timestamps"]
+        narrowed["SeriesIn"]["properties"]["timestamps"] = narrowed["SeriesIn"]["properties"]["timestamps"][
+            "anyOf"
+        ][0]
     narrowed["PredictRequest"]["properties"]["series"]["maxItems"] = max_series
     values = narrowed["SeriesIn"]["properties"]["values"]
     forms = values.pop("oneOf", None) or values.pop("anyOf")

@@ -24,8 +24,10 @@ class ServiceSettings(BaseSettings):
     max_series_per_request: int = Field(1024, ge=1)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     parse_offload_bytes: int = Field(
-        256 * 1024, ge=0, description="bodies larger than this are parsed in a helper process"
+        64 * 1024, ge=0, description="bodies larger than this are parsed in a helper process"
     )
+    parse_timeout_s: float = Field(10.0, gt=0, description="a body that takes longer to parse: 413")
+    body_timeout_s: float = Field(30.0, gt=0, description="a body that takes longer to arrive: 408")
     reload_interval_s: float = Field(30.0, ge=0, description="re-resolve the alias; 0 disables")
     reload_timeout_s: float = Field(
         30.0, gt=0, description="a reload answers within this, whatever the registry does"

@@ -22,7 +22,7 @@ from service.schemas import FLOAT32_MAX
 
 EARLIEST = pd.Timestamp.min.ceil("us").to_pydatetime()
 LATEST = pd.Timestamp.max.floor("us").to_pydatetime()
-PANDAS_RANGE = f"{pd.Timestamp.min:%Y-%m-%d} to {pd.Timestamp.max:%Y-%m-%d}"
+PANDAS_RANGE = f"{EARLIEST:%Y-%m-%d %H:%M:%S} to {LATEST:%Y-%m-%d %H:%M:%S}"
 
 
 def field_name(loc: list[str | int]) -> str:
@@ -52,7 +52,7 @@ def unprocessable(problems: list[ProblemItem]) -> HTTPException:
 class Windows:
     values: np.ndarray  # (n, L, F) raw windows, cut to their last L steps
     timestamps: np.ndarray | None  # (n, L) datetime64[ns], when every series has them
-    future: np.ndarray | None  # (n, H) datetime64[ns], the forecast's timestamps
+    future: list[np.ndarray | None]  # per series: (H,) the forecast's timestamps, when it sent some
 
 
 def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -> Windows:
@@ -65,13 +65,47 @@ def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -
     for i, series in enumerate(request.series):
         windows.append(_window(series, i, predictor, problems))
         stamps.append(_timestamps(series, i, predictor, problems))
+    future = [] if problems else _future(stamps, predictor, problems)
     if problems:
         raise RequestProblems(problems)
-    timestamps = np.stack(stamps) if all(s is not None for s in stamps) else None
-    future = None
-    if timestamps is not None:
-        future = predictor.future_times(timestamps[:, -1])  # in range: checked per series
+    timestamps = None
+    if all(s is not None for s in stamps):
+        timestamps = np.stack([s[-predictor.lookback :] for s in stamps])
     return Windows(np.stack(windows), timestamps, future)
+
+
+def _future(stamps: list[np.ndarray | None], predictor: Predictor, problems: list) -> list[np.ndarray | None]:
+    """Each series' forecast timestamps, computed once for all; a series whose forecast would run
+    past the calendar is a problem naming its last timestamp."""
+    given = [i for i, s in enumerate(stamps) if s is not None]
+    if not given:
+        return [None] * len(stamps)
+    lasts = np.array([stamps[i][-1] for i in given])
+    try:
+        future = predictor.future_times(lasts)  # (n given, H)
+        fits = np.asarray(future[:, -1] <= np.datetime64(LATEST), dtype=bool)
+    except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
+        future, fits = None, np.array([_fits(predictor, last) for last in lasts])
+    for k in np.flatnonzero(~fits):
+        i = given[int(k)]
+        message = (
+            f"a forecast of {predictor.horizon} steps after {pd.Timestamp(lasts[k])} would run past "
+            f"{LATEST:%Y-%m-%d %H:%M:%S}, the latest timestamp that can be represented"
+        )
+        problems.append(ProblemItem(["series", i, "timestamps", len(stamps[i]) - 1], message, "out_of_range"))
+    if problems:
+        return []
+    out: list[np.ndarray | None] = [None] * len(stamps)
+    for k, i in enumerate(given):
+        out[i] = future[k]
+    return out
+
+
+def _fits(predictor: Predictor, last: np.datetime64) -> bool:
+    try:
+        return bool(predictor.future_times(np.array([last]))[0, -1] <= np.datetime64(LATEST))
+    except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
+        return False
 
 
 def _window(series: ParsedSeries, i: int, predictor: Predictor, problems: list) -> np.ndarray | None:
@@ -113,6 +147,12 @@ def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: li
         message = f"{len(series.timestamps)} timestamps for {len(series.values)} values"
         problems.append(ProblemItem(where, message, "length_mismatch"))
         return None
+    zoned = [stamp.tzinfo is not None for stamp in series.timestamps]
+    if any(zoned) and not all(zoned):
+        k = zoned.index(not zoned[0])
+        message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
+        problems.append(ProblemItem([*where, k], message, "mixed_zones"))
+        return None
     naive = []
     for k, stamp in enumerate(series.timestamps):
         utc = _naive_utc(stamp)
@@ -121,33 +161,19 @@ def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: li
             problems.append(ProblemItem([*where, k], message, "out_of_range"))
             return None
         naive.append(utc)
-    index = pd.DatetimeIndex(naive).as_unit("ns")
-    if not index.is_monotonic_increasing or index.has_duplicates:
-        k = int(np.flatnonzero(np.diff(index.asi8) <= 0)[0]) + 1
+    times = np.array(naive, dtype="datetime64[us]").astype("datetime64[ns]")  # in range: checked
+    steps = np.diff(times.view(np.int64))
+    if (steps <= 0).any():
+        k = int(np.flatnonzero(steps <= 0)[0]) + 1
         problems.append(ProblemItem([*where, k], "timestamps must be strictly increasing", "not_increasing"))
         return None
-    off = first_off_step(index, predictor.frequency)
+    off = first_off_step(pd.DatetimeIndex(times), predictor.frequency)
     if off is not None:
-        problems.append(ProblemItem([*where, off[0]], off[1], "frequency"))
+        k, why = off
+        sent = f" (sent as {series.timestamps[k].isoformat()}, read as UTC)" if zoned[0] else ""
+        problems.append(ProblemItem([*where, k], why + sent, "frequency"))
         return None
-    last_step = _last_future_step(predictor, index[-1])
-    if last_step is None or last_step > LATEST:
-        message = (
-            f"a forecast of {predictor.horizon} steps after {index[-1]} would run past "
-            f"{pd.Timestamp.max:%Y-%m-%d}, the latest timestamp that can be represented"
-        )
-        problems.append(ProblemItem([*where, len(index) - 1], message, "out_of_range"))
-        return None
-    return index.values[-predictor.lookback :]
-
-
-def _last_future_step(predictor: Predictor, last: pd.Timestamp) -> datetime | None:
-    """The forecast's last timestamp, or None when computing it leaves the calendar."""
-    try:
-        future = predictor.future_times(np.array([last.to_datetime64()]))
-        return pd.Timestamp(future[0, -1]).to_pydatetime()
-    except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
-        return None
+    return times
 
 
 def _naive_utc(stamp: datetime) -> datetime | None:

@@ -69,6 +69,14 @@ def future_index(last: pd.Timestamp, freq: str, horizon: int) -> pd.DatetimeInde
     return pd.date_range(start=last, periods=horizon + 1, freq=freq)[1:]
 
 
+def _fixed_length(freq: str) -> pd.Timedelta | None:
+    """The step as a duration, or None for calendar steps (months, business days)."""
+    try:
+        return pd.Timedelta(step_of(freq))
+    except ValueError:
+        return None
+
+
 def describe_step(freq: str) -> str:
     """'h' -> 'hourly (h)', 'D' -> 'daily (D)', 'B' -> 'business days (B)', for messages."""
     names = {
@@ -102,6 +110,8 @@ def first_off_step(index: pd.DatetimeIndex, freq: str) -> tuple[int, str] | None
             | (steps > pd.Timedelta(days=7))
             | (steps % pd.Timedelta(days=1) != pd.Timedelta(0))
         )
+    elif _fixed_length(freq) is not None:  # hours, minutes, days: plain integer arithmetic
+        off = np.diff(index.values) != _fixed_length(freq).to_timedelta64()
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pd.errors.PerformanceWarning)  # non-tick offsets, few items

@@ -70,7 +70,9 @@ def serving(tracking_uri: str, model: str, ready: bool = True, **overrides) -> I
 
 
 @contextmanager
-def live_server(tracking_uri: str, model: str, **overrides) -> Iterator[tuple[str, FastAPI]]:
+def live_server(
+    tracking_uri: str, model: str, graceful_s: float | None = None, **overrides
+) -> Iterator[tuple[str, FastAPI]]:
     """The app under a real uvicorn on loopback, in a thread of this process (so a test can reach
     into app.state), for what a TestClient cannot do: chunked bodies, clients that hang up."""
     settings = ServiceSettings(
@@ -78,7 +80,10 @@ def live_server(tracking_uri: str, model: str, **overrides) -> Iterator[tuple[st
     )
     app = create_app(settings)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=graceful_s
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -91,6 +96,7 @@ def live_server(tracking_uri: str, model: str, **overrides) -> Iterator[tuple[st
             pass
         assert time.monotonic() < deadline and thread.is_alive(), "the live server did not get ready"
         time.sleep(0.05)
+    app.state.server = server  # a test may stop it early
     try:
         yield url, app
     finally:

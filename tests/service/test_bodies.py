@@ -56,6 +56,8 @@ def test_the_size_limit_answers_413_for_declared_and_chunked_bodies(model_store)
         declared = f"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         status, answer = raw_request(url, declared, [body])
         assert status == 413 and b"larger than 16384 bytes" in answer
+        counted = 'forecast_http_requests_total{route="/v1/predict",status="413"} 1.0'
+        assert counted in httpx.get(f"{url}/metrics").text  # answered before routing, counted under its path
         streamed = "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         status, answer = raw_request(url, streamed, chunked(body))
         assert status == 413 and b"larger than 16384 bytes" in answer, answer
@@ -78,3 +80,48 @@ def test_large_bodies_parsed_in_the_helper_process_answer_like_small_ones(model_
     )
     assert rejected.status_code == 422 and rejected.json() == rejected_inline
     assert rejected.json()["detail"][0]["field"] == "series[5].values[13]"
+
+
+def test_a_client_that_hangs_up_or_stalls_mid_body_is_never_a_500(model_store):
+    with live_server(model_store, "models:/svc-lstm@champion", body_timeout_s=1.0) as (url, _):
+        head = "POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 93\r\n\r\n"
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as sock:  # 20 of 93 bytes, then gone
+            sock.sendall(head.encode() + b'{"series": [{"value')
+        status, answer = raw_request(url, head, [b'{"series": [{"value'], timeout=10)  # then silence
+        assert status == 408 and b"did not arrive within 1 s" in answer
+        metrics = httpx.get(f"{url}/metrics").text
+    assert 'route="/v1/predict",status="500"' not in metrics
+    assert 'forecast_http_requests_total{route="/v1/predict",status="499"} 1.0' in metrics
+
+
+def test_bad_input_costs_a_short_answer_whatever_its_size(model_store):
+    """80,000 empty series or 50,000 booleans used to come back as an 8.9 MB list of errors after
+    seconds of work on the event loop."""
+    with live_server(model_store, "models:/svc-lstm@champion", parse_offload_bytes=1_000_000) as (url, _):
+        for body in (
+            '{"series": [' + ",".join(["{}"] * 80_000) + "]}",
+            '{"series": [{"values": [' + ",".join(["true"] * 50_000) + "]}]}",
+            json.dumps({"series": [{"values": [1.0]}] * 1100}),
+        ):
+            response = httpx.post(
+                f"{url}/v1/predict", content=body, headers={"Content-Type": "application/json"}
+            )
+            assert response.status_code == 422 and len(response.content) < 4096, response.text[:300]
+        many = json.dumps({"series": [{"values": [1.0] * 5}] * 1000})
+        response = httpx.post(f"{url}/v1/predict", content=many, headers={"Content-Type": "application/json"})
+        problems = response.json()["detail"]
+        assert len(problems) == 20 and problems[-1]["msg"] == "... and 981 more problems"
+        metrics = httpx.get(f"{url}/metrics").text
+    assert 'forecast_http_requests_total{route="/v1/predict",status="422"} 4.0' in metrics
+
+
+def test_a_body_too_slow_to_parse_is_refused_and_its_helper_replaced(model_store):
+    series = [{"values": window(14, seed=s)} for s in range(40)]
+    with live_server(model_store, "models:/svc-lstm@champion", parse_offload_bytes=1024) as (url, app):
+        app.state.parser.timeout = 1e-4  # nothing parses that fast in a helper process
+        refused = httpx.post(f"{url}/v1/predict", json={"series": series})
+        app.state.parser.timeout = 30.0
+        again = httpx.post(f"{url}/v1/predict", json={"series": series})
+    assert refused.status_code == 413 and "longer than" in refused.json()["detail"]
+    assert again.status_code == 200 and len(again.json()["forecasts"]) == 40

@@ -277,3 +277,21 @@ def test_metrics_and_docs(model_store):
         example = schema["components"]["schemas"]["PredictRequest"]["examples"][0]
         assert len(example["series"][0]["values"]) == 14  # the served model's look-back
         assert client.post("/v1/predict", json=example).status_code == 200
+        assert "securitySchemes" not in schema["components"]
+
+
+def test_the_published_schema_follows_the_model_and_the_key(model_store):
+    with serving(model_store, "models:/svc-calendar@champion", api_key="k") as client:
+        schema = client.get("/openapi.json").json()
+        series = schema["components"]["schemas"]["SeriesIn"]
+        assert series["required"] == ["values", "timestamps"]  # a calendar model needs them
+        example = schema["components"]["schemas"]["PredictRequest"]["examples"][0]
+        answer = client.post("/v1/predict", json=example, headers={"X-API-Key": "k"})
+        assert answer.status_code == 200, answer.text
+        assert schema["components"]["securitySchemes"]["APIKey"] == {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-API-Key",
+        }
+        assert schema["paths"]["/v1/predict"]["post"]["security"] == [{"APIKey": []}]
+        assert "security" not in schema["paths"]["/readyz"]["get"]

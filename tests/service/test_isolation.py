@@ -129,6 +129,15 @@ def test_timestamps_the_model_cannot_use_are_refused_naming_the_index(
     assert problem["field"] == field and message in problem["msg"], problem
 
 
+def test_each_series_gets_its_own_forecast_timestamps(model_store):
+    with serving(model_store, "models:/svc-lstm@champion") as client:
+        body = {
+            "series": [{"values": window(14), "timestamps": stamps("2001-03-01")}, {"values": window(14)}]
+        }
+        forecasts = client.post("/v1/predict", json=body).json()["forecasts"]
+    assert forecasts[0]["timestamps"][0] == "2001-03-15T00:00:00" and "timestamps" not in forecasts[1]
+
+
 def test_zone_aware_timestamps_are_converted_to_utc(model_store):
     """Documented normalisation: the model sees UTC wall-clock time; forecasts come back in UTC."""
     with serving(model_store, "models:/svc-calendar@champion") as client:

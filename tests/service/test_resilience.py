@@ -189,3 +189,29 @@ def test_the_service_outlives_a_killed_tracking_server_and_follows_it_when_back(
             time.sleep(0.5)
         readiness = httpx.get(f"{url}/readyz").json()
         assert readiness == {"status": "ready", "reason": None, "version": "2", "stale": False}
+    log = (tmp_path / "api.log").read_text()
+    assert "serving models:/outage/1" in log and "serving models:/outage/2" in log  # swaps are logged
+
+
+def test_callers_still_waiting_when_the_server_gives_up_on_shutdown_get_503(model_store):
+    """uvicorn cancels requests still running after --timeout-graceful-shutdown: they used to get a
+    500 with a CancelledError traceback; now a 503 with Retry-After."""
+    with live_server(model_store, "models:/svc-lstm@champion", graceful_s=1.0, max_wait_ms=0) as (url, app):
+        gate = threading.Event()
+        app.state.batcher.executor.submit(gate.wait)
+        with ThreadPoolExecutor(3) as pool:
+            waiting = [pool.submit(httpx.post, f"{url}/v1/predict", json=BODY, timeout=30) for _ in range(3)]
+            time.sleep(0.5)
+            app.state.server.should_exit = True  # SIGTERM, in effect
+            answers = [future.result() for future in waiting]
+            gate.set()
+    assert [a.status_code for a in answers] == [503] * 3, [a.text for a in answers]
+    assert all(a.headers["Retry-After"] == "1" and "shutting down" in a.text for a in answers)
+
+
+def test_a_credential_in_a_non_registry_model_uri_is_never_shown():
+    from service.model_store import ModelRef, resolve
+
+    ref = resolve("s3://bucket/model?X-Amz-Signature=SECRET&token=SECRET", client=None)
+    assert ref.name is None and "SECRET" not in ref.shown_uri and ref.load_uri.endswith("token=SECRET")
+    assert ModelRef("u", "http://user:SECRET@host/model").shown_uri == "http://***@host/model"
