@@ -73,6 +73,7 @@ class Arrival:
         if self.counted:
             self.counted = False
             self.batcher.arriving -= 1
+            self.batcher._wake.set()  # a forming batch may leave now
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Batcher:
         self._carry: Job | None = None
         self._in_flight: list[Job] = []
         self.arriving = 0  # predict requests received but not yet queued (body, validation)
+        self._wake = asyncio.Event()  # set when a job is queued or an arrival leaves
 
     # -- life cycle ---------------------------------------------------------------------------
     @property
@@ -168,6 +170,7 @@ class Batcher:
             raise QueueFullError(f"{self.queued_windows} windows are already waiting")
         job = Job(model, values, timestamps, attention, asyncio.get_running_loop().create_future())
         self.queue.put_nowait(job)
+        self._wake.set()
         self.queued_windows += job.windows
         self.metrics.queue_depth.set(self.queued_windows)
         return job.future
@@ -214,7 +217,8 @@ class Batcher:
         return wanted
 
     async def _next_before(self, deadline: float) -> Job | None:
-        """The next queued job; waits (until ``deadline``) only while a request is on its way."""
+        """The next queued job; waits (until ``deadline``) only while a request is on its way, and
+        wakes when one is queued or gives up (``_wake``), not on a poll."""
         loop = asyncio.get_running_loop()
         while True:
             with contextlib.suppress(asyncio.QueueEmpty):
@@ -222,10 +226,10 @@ class Batcher:
             remaining = deadline - loop.time()
             if self.arriving == 0 or remaining <= 0:
                 return None
-            try:
-                return self._taken(await asyncio.wait_for(self.queue.get(), min(remaining, 0.0005)))
-            except TimeoutError:
-                continue
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self._wake.wait()
 
     async def _serve(self, jobs: list[Job]) -> None:
         """One forward pass per model among the jobs (almost always one), in the forward thread."""

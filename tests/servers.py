@@ -138,8 +138,9 @@ def prediction_service(
 @contextlib.contextmanager
 def mlflow_model_server(
     workdir: Path, tracking_uri: str, model_uri: str, env: dict | None = None
-) -> Iterator[str]:
-    """`mlflow models serve --env-manager local` on loopback, answering /ping."""
+) -> Iterator[ServerURL]:
+    """`mlflow models serve --env-manager local` on loopback, answering /ping; the yielded URL's
+    ``pid`` is the `mlflow` CLI process (its uvicorn runs in the same process group)."""
     port = free_port()
     command = [
         sys.executable,
@@ -162,5 +163,5 @@ def mlflow_model_server(
         f"{url}/ping",
         workdir / "mlflow-serve.log",
         env={"MLFLOW_TRACKING_URI": tracking_uri, **(env or {})},
-    ):
-        yield url
+    ) as process:
+        yield ServerURL(url, process.pid)
