@@ -4,8 +4,8 @@ with the API's memory sampled throughout.
     .venv/bin/python benchmarks/soak.py [--minutes 10] [--load 0.8] [--output soak.json]
     .venv/bin/python benchmarks/soak.py --minutes 0.5          # a quick try
 
-Without --model-uri it trains the quick LSTM into a temporary SQLite store first (as
-serve_bench.py --quick does, but with the quick-lstm config). It starts the API on 127.0.0.1 (one process, OMP_NUM_THREADS=1), measures its
+Without --model-uri it trains pipelines/configs/quick-lstm.yaml (L=28) into a temporary SQLite
+store first. It starts the API on 127.0.0.1 (one process, OMP_NUM_THREADS=1), measures its
 peak with `wrk -t1 -c32 -d10s` (one window per request, L from GET /v1/model), then for --minutes
 runs two wrk processes side by side:
 
