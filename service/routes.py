@@ -23,12 +23,12 @@ from service.batching import (
     ShuttingDownError,
 )
 from service.middleware import ARRIVAL
-from service.model_store import ModelStore
-from service.parsing import ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
+from service.model_store import LoadedModel, ModelStore
+from service.parsing import ParsedRequest, ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
 from service.redaction import redact
 from service.schemas import Message, ModelDescription, PredictResponse, Readiness, ValidationProblems
 from service.security import require_admin, require_api_key
-from service.validation import windows_for
+from service.validation import Windows, windows_for
 
 router = APIRouter()
 
@@ -94,27 +94,44 @@ async def predict(request: Request, store: Store, batcher: BatcherDep) -> Respon
             detail=f"Content-Type is {content_type or 'missing'!r}; send the body as application/json",
         )
     settings = request.app.state.settings
-    try:
-        async with asyncio.timeout(settings.body_timeout_s):  # no task per request, unlike wait_for
-            body = await request.body()
-        parsed = await request.app.state.parser.parse(body)
-    except ClientDisconnect:  # hung up while sending: nobody to answer
+    parsed = await read_body(request, settings.body_timeout_s)
+    if parsed is None:  # hung up while sending: nobody to answer
         return Response(status_code=499)
+    windows = windows_for(parsed, model.predictor, settings.max_series_per_request)
+    answer = await await_forecast(request, batcher, model, windows, parsed.return_attention)
+    if answer is None:  # the caller is gone; nobody reads this
+        return Response(status_code=499)
+    return Response(forecast_body(answer, windows.future), media_type="application/json")
+
+
+async def read_body(request: Request, timeout: float) -> ParsedRequest | None:
+    """The parsed body (None if the client hung up); 408, 413 or 503 when it cannot be had."""
+    try:
+        async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
+            body = await request.body()
+        return await request.app.state.parser.parse(body)
+    except ClientDisconnect:
+        return None
     except TimeoutError:
-        raise HTTPException(
-            status.HTTP_408_REQUEST_TIMEOUT,
-            detail=f"the body did not arrive within {settings.body_timeout_s:g} s",
-        ) from None
+        late = f"the body did not arrive within {timeout:g} s"
+        raise HTTPException(status.HTTP_408_REQUEST_TIMEOUT, detail=late) from None
     except ParseTimeoutError as exc:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail=f"{exc}; send fewer series") from None
     except ParserBusyError as exc:
         raise unavailable(f"busy: {exc}") from None
-    windows = windows_for(parsed, model.predictor, settings.max_series_per_request)
+
+
+async def await_forecast(
+    request: Request, batcher: Batcher, model: LoadedModel, windows: Windows, attention: bool
+) -> Answer | None:
+    """The batcher's answer for these windows (None if the caller hung up); every way it can fail
+    as the 4xx or 503 the caller should see."""
+    settings = request.app.state.settings
     try:
         future = batcher.enqueue(
-            model, windows.values, windows.timestamps, parsed.return_attention, request.scope.get(ARRIVAL)
+            model, windows.values, windows.timestamps, attention, request.scope.get(ARRIVAL)
         )
-        answer = await answer_unless_gone(request, future, settings.request_timeout_s)
+        return await answer_unless_gone(request, future, settings.request_timeout_s)
     except QueueFullError as exc:
         raise unavailable(f"busy: {exc}") from None
     except ShuttingDownError as exc:
@@ -129,16 +146,8 @@ async def predict(request: Request, store: Store, batcher: BatcherDep) -> Respon
             [ProblemItem(["series", i, "values"], message, "non_finite_forecast") for i in exc.series]
         ) from None
     except ForecastFailedError as exc:
-        raise RequestProblems(
-            [
-                ProblemItem(
-                    ["series"], f"these windows could not be forecast ({redact(str(exc))})", "forecast_failed"
-                )
-            ]
-        ) from None
-    if answer is None:  # the caller is gone; nobody reads this
-        return Response(status_code=499)
-    return Response(forecast_body(answer, windows.future), media_type="application/json")
+        message = f"these windows could not be forecast ({redact(str(exc))})"
+        raise RequestProblems([ProblemItem(["series"], message, "forecast_failed")]) from None
 
 
 async def answer_unless_gone(request: Request, future: asyncio.Future, timeout: float) -> Answer | None:
