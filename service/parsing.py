@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -124,6 +125,12 @@ def parse_in_worker(body: bytes) -> ParsedRequest | list[ProblemItem]:
         return problems.problems
 
 
+def ignore_interrupts() -> None:
+    """In the helper: Ctrl-C reaches the whole process group; the server stops the helper itself,
+    so the helper must not die printing a KeyboardInterrupt traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class BodyParser:
     """Parses small bodies inline and large ones in one helper process, at most ``max_waiting``
     large ones at a time (beyond that: busy)."""
@@ -138,7 +145,9 @@ class BodyParser:
     def start(self) -> None:
         if self.offload_bytes > 0:
             # spawn, not fork: the serving process has threads (torch, the batcher)
-            self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+            self.pool = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupts
+            )
             self.pool.submit(parse_in_worker, b'{"series": [{"values": [0]}]}')  # start it now
 
     def _replace(self, pool: ProcessPoolExecutor) -> None:
