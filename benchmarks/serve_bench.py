@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +111,17 @@ def train_issue_model(workdir: Path, quick: bool) -> tuple[str, str]:
         flush=True,
     )
     return uri, f"models:/bench/{outcome['registered_version']}"
+
+
+def model_to_serve(
+    args: argparse.Namespace, workdir: Path, train: Callable[[Path], tuple[str, str]]
+) -> tuple[str, str]:
+    """(tracking URI, model URI): the registered model given by --model-uri (in --tracking-uri or
+    $MLFLOW_TRACKING_URI), or one ``train`` registers in a temporary store under ``workdir``."""
+    if args.model_uri:
+        tracking_uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")
+        return tracking_uri, args.model_uri
+    return train(workdir)
 
 
 def train_quick_model(workdir: Path) -> tuple[str, str]:
@@ -382,11 +393,7 @@ def main() -> None:
         parser.error("--rounds and --seconds must be at least 1")
     ensure_wrk()
     workdir = Path(tempfile.mkdtemp(prefix="serve-bench-"))
-    if args.model_uri:
-        tracking_uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")
-        model_uri = args.model_uri
-    else:
-        tracking_uri, model_uri = train_issue_model(workdir, args.quick)
+    tracking_uri, model_uri = model_to_serve(args, workdir, lambda into: train_issue_model(into, args.quick))
 
     import mlflow
 

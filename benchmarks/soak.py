@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import subprocess
 import sys
@@ -45,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from serve_bench import train_quick_model  # noqa: E402
+from serve_bench import model_to_serve, train_quick_model  # noqa: E402
 from wrk import (  # noqa: E402
     MAX_DELAY_FRACTION,
     Wrk,
@@ -408,12 +407,9 @@ def main() -> None:
     ensure_wrk()
 
     workdir = Path(tempfile.mkdtemp(prefix="soak-"))
-    if args.model_uri:
-        tracking_uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")
-        model_uri = args.model_uri
-    else:
+    if not args.model_uri:
         print("training the quick LSTM into a temporary store ...", flush=True)
-        tracking_uri, model_uri = train_quick_model(workdir)
+    tracking_uri, model_uri = model_to_serve(args, workdir, train_quick_model)
 
     result = soak(args, workdir, tracking_uri, model_uri)
     failures = report(result)

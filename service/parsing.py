@@ -82,7 +82,7 @@ def problems_from(error: ValidationError) -> list[ProblemItem]:
             continue
         seen.add(key)
         problems.append(ProblemItem(loc, _message(item), item["type"]))
-    return capped(problems)
+    return problems  # capped by RequestProblems
 
 
 def _message(item: dict[str, Any]) -> str:
