@@ -5,6 +5,10 @@
 Trains a tiny seq2seq-with-attention model on the GPU (Lightning, accelerator=gpu), then asserts
 that the served network runs on CUDA and agrees with the CPU: float32 to 1e-4 (cuDNN kernels
 differ from CPU ones), bfloat16 to 5e-2 relative. Exits 2 with a message where no GPU is present.
+
+Then the serving figures, as on the CPU: `serve_bench.py --quick` (the issue-10 LSTM, one epoch:
+the forward cost does not depend on how well it trained) with our API on CUDA beside MLflow's
+server and the HTTP floor (needs `wrk`); `--no-serving` skips it, `--serving-args` passes more.
 """
 
 from __future__ import annotations
@@ -86,5 +90,25 @@ def main() -> int:
     return 0
 
 
+def serving_figures(extra: list[str]) -> int:
+    """serve_bench.py with the API on the GPU (DEVICE=auto picks CUDA); its exit status."""
+    import subprocess
+
+    command = [sys.executable, str(REPO / "benchmarks/serve_bench.py"), "--quick", "--heavy-rounds", "0"]
+    print("\nserving figures on this machine (our API on CUDA):", " ".join(command[1:] + extra), flush=True)
+    return subprocess.call([*command, *extra], cwd=REPO)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--no-serving", action="store_true", help="skip the serving benchmark")
+    parser.add_argument("--serving-args", default="", help='more serve_bench.py options, e.g. "--rounds 1"')
+    options = parser.parse_args()
+    status = main()
+    if status == 0 and not options.no_serving:
+        status = serving_figures(options.serving_args.split())
+    raise SystemExit(status)

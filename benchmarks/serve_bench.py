@@ -55,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from wrk import Wrk, WrkResult, end_leftovers, ensure_wrk, heavy_rejected_body  # noqa: E402
+from wrk import Wrk, WrkResult, end_leftovers, ensure_wrk, group_cpu_seconds, heavy_rejected_body  # noqa: E402
 
 from tests.conftest import free_port  # noqa: E402
 from tests.servers import ServerURL, mlflow_model_server, prediction_service, running  # noqa: E402
@@ -198,14 +198,29 @@ def forward_cost(predictor, windows: np.ndarray) -> tuple[float, float]:
 
 
 def run_rounds(
-    urls: dict[str, str], body: dict[str, dict[int, bytes]], args: argparse.Namespace, workdir: Path
+    urls: dict[str, str],
+    pids: dict[str, int],
+    body: dict[str, dict[int, bytes]],
+    args: argparse.Namespace,
+    workdir: Path,
 ) -> tuple[list[dict], list[dict]]:
-    """The warm-up, then --rounds rounds of every scenario; returns (warm-up runs, measured runs)."""
+    """The warm-up, then --rounds rounds of every scenario; returns (warm-up runs, measured runs).
+    Each run also records the server's CPU time (its whole process group) while wrk ran."""
 
     def one(scenario: str, connections: int, windows: int, server: str, seconds: int) -> dict:
+        before = group_cpu_seconds(pids[server])
         result = Wrk(urls[server], body[server][windows], connections, seconds, workdir=workdir).run()
+        cpu = group_cpu_seconds(pids[server]) - before
         time.sleep(args.pause)
-        return {"scenario": scenario, "server": server, "windows_per_request": windows, **as_record(result)}
+        return {
+            "scenario": scenario,
+            "server": server,
+            "windows_per_request": windows,
+            **as_record(result),
+            "server_cpu_s": cpu,
+            "server_cores": cpu / result.duration_s if result.duration_s else 0.0,
+            "cpu_us_per_request": 1e6 * cpu / result.requests if result.requests else 0.0,
+        }
 
     warmup = []
     if args.warmup_seconds:
@@ -248,6 +263,8 @@ def summarise(runs: list[dict]) -> dict[str, dict[str, dict]]:
                 "windows_per_s": windows * statistics.median(rps),
                 "p50_ms": statistics.median(r["latency_ms"]["p50"] for r in mine),
                 "p99_ms": statistics.median(r["latency_ms"]["p99"] for r in mine),
+                "server_cores": statistics.median(r["server_cores"] for r in mine),
+                "cpu_us_per_request": statistics.median(r["cpu_us_per_request"] for r in mine),
                 "rps_per_round": rps,
                 "requests": sum(r["requests"] for r in mine),
                 "non_2xx": sum(r["non_2xx"] for r in mine),
@@ -299,7 +316,7 @@ def print_summary(summary: dict[str, dict[str, dict]], args: argparse.Namespace)
     )
     header = (
         f"{'scenario':<16} {'server':<7} {'req/s':>9} {'windows/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'errors':>9}  req/s per round"
+        f"{'cores':>6} {'CPU us/req':>10} {'errors':>9}  req/s per round"
     )
     print(header)
     print("-" * len(header))
@@ -311,7 +328,8 @@ def print_summary(summary: dict[str, dict[str, dict]], args: argparse.Namespace)
             per_round = " / ".join(f"{x:.0f}" for x in r["rps_per_round"])
             print(
                 f"{LABELS[scenario]:<16} {server:<7} {r['rps']:>9.1f} {r['windows_per_s']:>10.1f} "
-                f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['non_2xx']:>4}/{r['socket_errors']:<4}  {per_round}"
+                f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['server_cores']:>6.2f} "
+                f"{r['cpu_us_per_request']:>10.0f} {r['non_2xx']:>4}/{r['socket_errors']:<4}  {per_round}"
             )
     print("\ntargets (issue 10):")
     for t in targets(summary):
@@ -418,7 +436,8 @@ def main() -> None:
         }
         paths = {"ours": "/v1/predict", "mlflow": "/invocations", "floor": "/v1/predict"}
         urls = {name: base[name] + paths[name] for name in SERVERS}
-        warmup, runs = run_rounds(urls, body, args, workdir)
+        pids = {name: base[name].pid for name in SERVERS}
+        warmup, runs = run_rounds(urls, pids, body, args, workdir)
         if args.heavy_rounds:
             print(f"heavy neighbour: {args.heavy_rounds} round(s) ...", flush=True)
             neighbour = heavy_neighbour(

@@ -272,6 +272,22 @@ def group_members(pgid: int) -> dict[int, tuple[int, str]]:
     return members
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU seconds (user + system) used so far by the live processes of group ``pgid``, every
+    thread included (Linux /proc; 0.0 elsewhere). A server's whole cost: its event loop, forward
+    thread and helper processes, or MLflow's workers."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def end_leftovers(pgid: int, grace_s: float = 10.0, wait_s: float = 5.0) -> list[int]:
     """After the API's own process has exited: gives the rest of its process group ``grace_s`` to
     exit too; any process still alive then was left behind by it. Ends those (SIGTERM, then

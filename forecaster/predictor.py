@@ -4,6 +4,7 @@ same windows give the same numbers everywhere."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,9 +73,10 @@ class Predictor:
         model = self.config.model
         return model.architecture == "seq2seq" and model.attention == "bahdanau"
 
-    @property
+    @functools.cached_property
     def volatility_span(self) -> int:
-        """Steps of recent history that scale conformal intervals (one seasonal period)."""
+        """Steps of recent history that scale conformal intervals (one seasonal period). Cached:
+        reading the frequency through pandas costs more per served batch than the arithmetic."""
         return volatility_span(self.lookback, seasonal_period(self.frequency))
 
     @property

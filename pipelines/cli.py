@@ -3,13 +3,18 @@ datasets, ui, serve. Every user error ends in one line on stderr and a non-zero 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -436,15 +441,39 @@ def serve(
         os.environ["MODEL_URI"] = model_uri
     if device:
         os.environ["DEVICE"] = device
-    # requests still waiting 5 s after Ctrl-C / SIGTERM are answered 503, not cut off
-    uvicorn.run(
-        "service.main:app",
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        timeout_graceful_shutdown=5,
-    )
+    with shared_metrics_dir(workers):
+        # requests still waiting 5 s after Ctrl-C / SIGTERM are answered 503, not cut off
+        uvicorn.run(
+            "service.main:app",
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            timeout_graceful_shutdown=5,
+        )
+
+
+@contextlib.contextmanager
+def shared_metrics_dir(workers: int) -> Iterator[None]:
+    """With several workers, /metrics must add up every worker's values: prometheus-client's
+    multiprocess mode, in $PROMETHEUS_MULTIPROC_DIR when set (emptied first, as its docs require)
+    or a fresh directory removed afterwards."""
+    from service.metrics import MULTIPROC_DIR
+
+    if workers == 1:
+        yield
+        return
+    given = os.environ.get(MULTIPROC_DIR)
+    directory = Path(given) if given else Path(tempfile.mkdtemp(prefix="forecast-metrics-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    for leftover in directory.glob("*.db"):
+        leftover.unlink()
+    os.environ[MULTIPROC_DIR] = str(directory)
+    try:
+        yield
+    finally:
+        if not given:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def main() -> None:

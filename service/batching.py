@@ -2,7 +2,7 @@
 and a maximum wait. Each caller gets back exactly its own rows, or its own error.
 
 Invariants, where they live:
-- Who counts an arrival: ``ArrivalTracker`` (middleware) from the headers on; ``enqueue`` ends it.
+- Who counts an arrival: ``PredictEndpoint`` from the headers on; ``enqueue`` ends it.
   A forming batch waits (up to max_wait) only while some request is still on its way.
 - Which model a job runs on: the one its request was validated against (``Job.model``), even if
   a newer version was swapped in meanwhile; a batch holding both runs once per model.

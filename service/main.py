@@ -17,15 +17,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
 
 from service.batching import Batcher
 from service.docs import mount_offline_docs
 from service.metrics import ServiceMetrics
-from service.middleware import ArrivalTracker, BodySizeLimit, RequestMetrics
+from service.middleware import BodySizeLimit, RequestMetrics
 from service.model_store import ModelStore, bound_registry_calls
 from service.parsing import BodyParser, ProblemItem, RequestProblems
+from service.predict_endpoint import PREDICT_PATH, PredictEndpoint
 from service.reloader import Reloader
-from service.routes import router
+from service.routes import documented, router
 from service.schemas import model_schema, request_schemas
 from service.settings import ServiceSettings
 from service.validation import problem_detail
@@ -51,7 +53,19 @@ def service_logging() -> None:
         logger.propagate = False
 
 
-def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+class ServiceApp(FastAPI):
+    """FastAPI, except that POST /v1/predict goes straight to ``PredictEndpoint``, before
+    Starlette's middleware stack and routing: that request is the service's hot path."""
+
+    predict_endpoint: PredictEndpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == PREDICT_PATH and scope["method"] == "POST":
+            return await self.predict_endpoint(scope, receive, send)
+        await super().__call__(scope, receive, send)
+
+
+def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
     settings = settings or ServiceSettings()
     service_logging()
     metrics = ServiceMetrics()
@@ -78,8 +92,9 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         await reloader.stop()
         await batcher.stop()
         await parser.stop()
+        metrics.process_exited()
 
-    app = FastAPI(
+    app = ServiceApp(
         title="Recurrent forecaster",
         description=DESCRIPTION,
         version="0.1.0",
@@ -89,14 +104,14 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = metrics
+    app.predict_endpoint = PredictEndpoint(app.state, settings, metrics)
     app.include_router(router)
     mount_offline_docs(app)
     app.openapi = model_openapi(app)  # type: ignore[method-assign]
     app.add_exception_handler(RequestProblems, request_problems)
     app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_middleware(ArrivalTracker)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    paths = frozenset(route.path for route in router.routes if hasattr(route, "path"))
+    paths = frozenset(route.path for route in router.routes if hasattr(route, "path")) | {PREDICT_PATH}
     app.add_middleware(RequestMetrics, metrics=metrics, paths=paths)
     return app
 
@@ -124,7 +139,10 @@ def model_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
 def build_openapi(app: FastAPI, predictor: Any | None) -> dict[str, Any]:
     settings: ServiceSettings = app.state.settings
     document = get_openapi(
-        title=app.title, version=app.version, description=app.description, routes=app.routes
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=[*app.routes, *documented.routes],
     )
     components = request_schemas()
     if predictor is not None:

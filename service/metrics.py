@@ -1,8 +1,23 @@
-"""Prometheus metrics, in a registry per app so several apps (tests, workers) never collide."""
+"""Prometheus metrics, in a registry per app so several apps (tests) never collide.
+
+With several worker processes (`forecast serve --workers N`, or uvicorn's --workers with
+PROMETHEUS_MULTIPROC_DIR set), each process writes its values to files in that directory
+(prometheus-client's multiprocess mode) and /metrics, answered by whichever worker, adds them all
+up: counters and histograms summed, the queue depth summed over live workers, the model version
+shown per worker (``pid`` label) so a reload that reached only some of them shows."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def multiprocess_dir() -> str | None:
+    """The shared metrics directory when this process is one of several workers, else None."""
+    return os.environ.get(MULTIPROC_DIR) or os.environ.get(MULTIPROC_DIR.lower()) or None
 
 
 class ServiceMetrics:
@@ -28,7 +43,10 @@ class ServiceMetrics:
             registry=self.registry,
         )
         self.queue_depth = Gauge(
-            "forecast_queue_depth", "Windows waiting for a batch", registry=self.registry
+            "forecast_queue_depth",
+            "Windows waiting for a batch",
+            registry=self.registry,
+            multiprocess_mode="livesum",
         )
         self.abandoned = Counter(
             "forecast_abandoned_requests_total",
@@ -51,7 +69,22 @@ class ServiceMetrics:
             "Registered version being served (0: none or unversioned)",
             ["name"],
             registry=self.registry,
+            multiprocess_mode="liveall",
         )
         self.reloads = Counter(
             "forecast_model_reloads_total", "Model (re)loads by outcome", ["outcome"], registry=self.registry
         )
+
+    def exposition(self) -> bytes:
+        """The text /metrics answers: this process's registry, or every worker's values added up."""
+        if multiprocess_dir() is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
+
+    @staticmethod
+    def process_exited() -> None:
+        """A worker that stops drops out of the live gauges (its counters stay counted)."""
+        if multiprocess_dir() is not None:
+            multiprocess.mark_process_dead(os.getpid())

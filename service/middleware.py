@@ -40,28 +40,6 @@ class RequestMetrics:
             self.metrics.latency.labels(name).observe(time.perf_counter() - started)
 
 
-ARRIVAL = "forecast.arrival"
-PREDICT_PATH = "/v1/predict"
-
-
-class ArrivalTracker:
-    """Counts predict requests from the moment their headers arrive, so the batcher knows more
-    work is on its way while bodies are read and validated."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        batcher = getattr(scope["app"].state, "batcher", None) if "app" in scope else None
-        if scope["type"] != "http" or scope["path"] != PREDICT_PATH or batcher is None:
-            return await self.app(scope, receive, send)
-        arrival = scope[ARRIVAL] = batcher.arrive()
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            arrival.leave()
-
-
 class BodyTooLargeError(Exception):
     pass
 

@@ -205,6 +205,12 @@ class ModelStore:
         self.status.reason = self.status.error = None
 
 
+def not_ready_reason(store: ModelStore) -> str:
+    """Why no model is served, in words (never the raw error: it may quote URIs and paths)."""
+    reason = store.status.reason or "the model is still loading"
+    return f"no model is loaded yet: {reason}; retrying"
+
+
 def bound_registry_calls(timeout_s: int, retries: int) -> None:
     """MLflow reads its HTTP timeout and retry policy from the environment at each call: without
     this a dead tracking server holds a load for minutes (120 s timeout x 7 retries with backoff)."""

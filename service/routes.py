@@ -1,36 +1,26 @@
-"""Thin routes: check the key, read and parse the body, validate against the model, hand to the
-batcher, shape the answer. Every error a caller can cause is a 4xx naming the field."""
+"""The routes FastAPI answers: model description, health, readiness, metrics, admin. Every error a
+caller can cause is a 4xx naming the field.
+
+POST /v1/predict is answered before routing by ``service.predict_endpoint`` (a plain ASGI handler,
+for speed); ``documented`` declares it here for the OpenAPI document only."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Annotated, Any
 
-import numpy as np
-import orjson
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.requests import ClientDisconnect
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from service.batching import (
-    Answer,
-    Batcher,
-    ForecastFailedError,
-    NonFiniteForecastError,
-    QueueFullError,
-    ShuttingDownError,
-)
-from service.middleware import ARRIVAL
-from service.model_store import LoadedModel, ModelStore
-from service.parsing import ParsedRequest, ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
+from service.batching import Batcher
+from service.model_store import ModelStore, not_ready_reason
 from service.redaction import redact
 from service.schemas import Message, ModelDescription, PredictResponse, Readiness, ValidationProblems
 from service.security import require_admin, require_api_key
-from service.validation import Windows, windows_for
 
 router = APIRouter()
+documented = APIRouter()  # operations answered before routing: in the OpenAPI document, never routed
 
 
 async def get_store(request: Request) -> ModelStore:
@@ -51,12 +41,6 @@ def unavailable(message: str, retry_after: int = 1) -> HTTPException:
     )
 
 
-def not_ready_reason(store: ModelStore) -> str:
-    """Why no model is served, in words (never the raw error: it may quote URIs and paths)."""
-    reason = store.status.reason or "the model is still loading"
-    return f"no model is loaded yet: {reason}; retrying"
-
-
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Message, "description": "API_KEY is set and the request lacks it"},
     408: {"model": Message, "description": "the body did not arrive within BODY_TIMEOUT_S"},
@@ -73,132 +57,17 @@ PREDICT_BODY = {
 }
 
 
-@router.post(
+@documented.post(
     "/v1/predict",
     response_model=PredictResponse,
     response_model_exclude_none=True,
-    dependencies=[Depends(require_api_key)],
     responses=ERRORS,
     openapi_extra=PREDICT_BODY,
 )
-async def predict(request: Request, store: Store, batcher: BatcherDep) -> Response:
+async def predict() -> None:
     """Forecast H steps after each window, in original units. The body is a PredictRequest; it is
     read only after the API key was checked, and parsed off the event loop when large."""
-    model = store.current
-    if model is None:
-        raise unavailable(not_ready_reason(store), retry_after=5)
-    content_type = request.headers.get("content-type", "")
-    if "json" not in content_type:
-        raise HTTPException(
-            status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
-            detail=f"Content-Type is {content_type or 'missing'!r}; send the body as application/json",
-        )
-    settings = request.app.state.settings
-    parsed = await read_body(request, settings.body_timeout_s)
-    if parsed is None:  # hung up while sending: nobody to answer
-        return Response(status_code=499)
-    windows = windows_for(parsed, model.predictor, settings.max_series_per_request)
-    answer = await await_forecast(request, batcher, model, windows, parsed.return_attention)
-    if answer is None:  # the caller is gone; nobody reads this
-        return Response(status_code=499)
-    return Response(forecast_body(answer, windows.future), media_type="application/json")
-
-
-async def read_body(request: Request, timeout: float) -> ParsedRequest | None:
-    """The parsed body (None if the client hung up); 408, 413 or 503 when it cannot be had."""
-    try:
-        async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
-            body = await request.body()
-        return await request.app.state.parser.parse(body)
-    except ClientDisconnect:
-        return None
-    except TimeoutError:
-        late = f"the body did not arrive within {timeout:g} s"
-        raise HTTPException(status.HTTP_408_REQUEST_TIMEOUT, detail=late) from None
-    except ParseTimeoutError as exc:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, detail=f"{exc}; send fewer series") from None
-    except ParserBusyError as exc:
-        raise unavailable(f"busy: {exc}") from None
-
-
-async def await_forecast(
-    request: Request, batcher: Batcher, model: LoadedModel, windows: Windows, attention: bool
-) -> Answer | None:
-    """The batcher's answer for these windows (None if the caller hung up); every way it can fail
-    as the 4xx or 503 the caller should see."""
-    settings = request.app.state.settings
-    try:
-        future = batcher.enqueue(
-            model, windows.values, windows.timestamps, attention, request.scope.get(ARRIVAL)
-        )
-        return await answer_unless_gone(request, future, settings.request_timeout_s)
-    except QueueFullError as exc:
-        raise unavailable(f"busy: {exc}") from None
-    except ShuttingDownError as exc:
-        raise unavailable(str(exc)) from None
-    except TimeoutError:
-        raise unavailable("timed out waiting for the model") from None
-    except NonFiniteForecastError as exc:
-        message = (
-            "the forecast from this window is not finite: its values are too far from what the model knows"
-        )
-        raise RequestProblems(
-            [ProblemItem(["series", i, "values"], message, "non_finite_forecast") for i in exc.series]
-        ) from None
-    except ForecastFailedError as exc:
-        message = f"these windows could not be forecast ({redact(str(exc))})"
-        raise RequestProblems([ProblemItem(["series"], message, "forecast_failed")]) from None
-
-
-async def answer_unless_gone(request: Request, future: asyncio.Future, timeout: float) -> Answer | None:
-    """The batcher's answer; None if the client disconnected first (its job is then cancelled and
-    dropped before the forward pass); TimeoutError after ``timeout`` seconds."""
-    gone = asyncio.ensure_future(_disconnected(request))
-    try:
-        done, _ = await asyncio.wait((future, gone), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:  # the server is stopping and gave up waiting for this request
-        future.cancel()
-        raise ShuttingDownError("the service is shutting down") from None
-    finally:
-        gone.cancel()
-    if future in done:
-        return future.result()
-    future.cancel()
-    if gone in done:
-        return None
-    raise TimeoutError
-
-
-async def _disconnected(request: Request) -> None:
-    """Returns when the client goes away (the body was read already, so the next message is the
-    disconnect)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
-def forecast_body(answer: Answer, future: list[np.ndarray | None]) -> bytes:
-    """The PredictResponse document as JSON bytes, encoded by orjson straight from the numpy rows:
-    validating our own output through pydantic, or ``tolist`` and the standard json module, cost
-    as much as the forward pass of a small model. Values are finite here (checked per job)."""
-    used, prediction = answer.model, answer.prediction
-    quantiles = {f"{q:g}": np.ascontiguousarray(values) for q, values in prediction.quantiles.items()}
-    forecasts = []
-    for i, values in enumerate(prediction.mean):
-        forecast: dict[str, object] = {"values": values}
-        if future[i] is not None:
-            forecast["timestamps"] = future[i].astype("datetime64[s]")
-        if prediction.attention is not None:
-            forecast["attention"] = prediction.attention[i]
-        if quantiles:
-            forecast["quantiles"] = {level: rows[i] for level, rows in quantiles.items()}
-        forecasts.append(forecast)
-    ref = used.ref
-    document = {
-        "model": {"name": ref.name, "version": ref.version, "uri": ref.shown_uri, "run_id": ref.run_id},
-        "horizon": used.predictor.horizon,
-        "forecasts": forecasts,
-    }
-    return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+    raise NotImplementedError("answered by service.predict_endpoint.PredictEndpoint before routing")
 
 
 @router.get(
@@ -265,7 +134,7 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
-    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get(

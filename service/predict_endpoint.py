@@ -1,0 +1,251 @@
+"""POST /v1/predict as a plain ASGI handler, in front of FastAPI.
+
+Why: measured with a C load generator (benchmarks/serve_bench.py) and py-spy, FastAPI's
+per-request machinery (routing, dependency resolution, the Request object, a middleware stack)
+cost several times what a forecast request needs beside the forward pass. This handler takes the
+same steps, in the same order, with the same answers, on the raw ASGI messages; every other path
+goes to FastAPI as before (``service.main.ServiceApp`` dispatches). The operation is documented
+by FastAPI all the same (``routes.documented``); tests/service hold its contract.
+
+The steps, each answering as the route did:
+  413 the declared Content-Length is over MAX_BODY_BYTES (before anything else, as a proxy would)
+  401 API_KEY is set and the request lacks it (before one byte of the body is read)
+  503 no model is loaded yet (Retry-After)
+  415 the body is not declared as JSON
+  408 the body did not arrive within BODY_TIMEOUT_S; 413 it grew past MAX_BODY_BYTES
+  422 the body does not parse, or does not fit the model (naming each field); 413/503 from the
+      parser helper for huge bodies
+  503/422 from the batcher (busy, shutting down, or this request's own windows failed)
+  200 the forecasts, encoded by orjson straight from numpy
+A client that hangs up is answered 499 (nobody reads it) and its job is dropped before the
+forward pass."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from typing import Any
+
+import orjson
+from starlette.datastructures import State
+from starlette.types import Receive, Scope, Send
+
+from service.batching import (
+    Answer,
+    Batcher,
+    ForecastFailedError,
+    NonFiniteForecastError,
+    QueueFullError,
+    ShuttingDownError,
+)
+from service.metrics import ServiceMetrics
+from service.model_store import ModelStore, not_ready_reason
+from service.parsing import BodyParser, ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
+from service.redaction import redact
+from service.responses import forecast_body
+from service.settings import ServiceSettings
+from service.validation import problem_detail, windows_for
+
+log = logging.getLogger("service.predict")
+
+PREDICT_PATH = "/v1/predict"
+CLIENT_GONE = 499  # nginx's "client closed request": recorded in metrics, never read by anyone
+JSON = (b"content-type", b"application/json")
+TEXT = (b"content-type", b"text/plain; charset=utf-8")
+UNAUTHORIZED = "missing or wrong API key (send it as X-API-Key)"
+
+
+class Refusal(Exception):
+    """An answer other than 200: status, JSON-able detail, extra headers."""
+
+    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None) -> None:
+        super().__init__(status)
+        self.status, self.detail, self.headers = status, detail, headers or {}
+
+
+def unavailable(message: str, retry_after: int = 1) -> Refusal:
+    return Refusal(503, message, {"Retry-After": str(retry_after)})
+
+
+class ClientGone(Exception):
+    """The client hung up before its answer: there is nobody to send it to."""
+
+
+class PredictEndpoint:
+    """Answers POST /v1/predict (``ServiceApp`` hands it those requests). The store, batcher and
+    parser are read from the app's ``state`` per request: the lifespan creates them."""
+
+    def __init__(self, state: State, settings: ServiceSettings, metrics: ServiceMetrics) -> None:
+        self.state, self.settings, self.metrics = state, settings, metrics
+        self.api_key = (settings.api_key or "").encode()
+        self.latency = metrics.latency.labels(PREDICT_PATH)
+        self.answered = {200: metrics.requests.labels(PREDICT_PATH, "200")}  # the hot one, bound once
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        status = 500
+        try:
+            status = await self.answer(scope, receive, send)
+        finally:
+            self.count(status, time.perf_counter() - started)
+
+    def count(self, status: int, seconds: float) -> None:
+        counter = self.answered.get(status)
+        if counter is None:
+            counter = self.answered[status] = self.metrics.requests.labels(PREDICT_PATH, str(status))
+        counter.inc()
+        self.latency.observe(seconds)
+
+    async def answer(self, scope: Scope, receive: Receive, send: Send) -> int:
+        """Handle one request; returns the status sent (or CLIENT_GONE)."""
+        try:
+            body = await self.forecast(scope, receive)
+        except Refusal as refusal:
+            return await send_json(send, refusal.status, {"detail": refusal.detail}, refusal.headers)
+        except RequestProblems as exc:
+            return await send_json(send, 422, {"detail": problem_detail(exc.problems)})
+        except ClientGone:
+            return CLIENT_GONE
+        except Exception:
+            log.exception("predict failed")
+            return await send_bytes(send, 500, b"Internal Server Error", TEXT)
+        return await send_bytes(send, 200, body, JSON)
+
+    async def forecast(self, scope: Scope, receive: Receive) -> bytes:
+        """The 200 body, or Refusal / RequestProblems / ClientGone."""
+        headers = dict(scope["headers"])  # lower-case names; a repeated one keeps its last value
+        self.check_declared_length(headers.get(b"content-length"))
+        self.check_key(headers)
+        store: ModelStore = self.state.store
+        model = store.current
+        if model is None:
+            raise unavailable(not_ready_reason(store), retry_after=5)
+        content_type = headers.get(b"content-type", b"").decode("latin-1")
+        if "json" not in content_type:
+            detail = f"Content-Type is {content_type or 'missing'!r}; send the body as application/json"
+            raise Refusal(415, detail)
+        batcher: Batcher = self.state.batcher
+        arrival = batcher.arrive()  # a forming batch waits for this request while it is read
+        try:
+            body = await self.read_body(receive)
+            parsed = await self.parse(body)
+            windows = windows_for(parsed, model.predictor, self.settings.max_series_per_request)
+            future = self.enqueue(batcher, model, windows, parsed.return_attention, arrival)
+        finally:
+            arrival.leave()
+        answer = await self.await_answer(future, receive)
+        return forecast_body(answer, windows.future)
+
+    # -- the steps ----------------------------------------------------------------------------
+    def check_declared_length(self, declared: bytes | None) -> None:
+        if declared is not None and declared.isdigit() and int(declared) > self.settings.max_body_bytes:
+            raise self.too_large()
+
+    def too_large(self) -> Refusal:
+        limit = self.settings.max_body_bytes
+        return Refusal(413, f"request body is larger than {limit} bytes; send fewer series per request")
+
+    def check_key(self, headers: dict[bytes, bytes]) -> None:
+        """Open when no key is configured; otherwise X-API-Key (or Bearer) must match."""
+        if not self.api_key:
+            return
+        given = headers.get(b"x-api-key")
+        authorization = headers.get(b"authorization", b"")
+        if given is None and authorization[:7].lower() == b"bearer ":
+            given = authorization[7:].strip()
+        if given is None or not hmac.compare_digest(given, self.api_key):
+            raise Refusal(401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
+
+    async def read_body(self, receive: Receive) -> bytes:
+        """The whole body; 408 when it takes longer than BODY_TIMEOUT_S, 413 past MAX_BODY_BYTES
+        (chunked bodies declare no length), ClientGone on a hang-up."""
+        limit, timeout = self.settings.max_body_bytes, self.settings.body_timeout_s
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(timeout):  # a context, not a task per request
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ClientGone
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise self.too_large()
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            raise Refusal(408, f"the body did not arrive within {timeout:g} s") from None
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def parse(self, body: bytes) -> Any:
+        parser: BodyParser = self.state.parser
+        try:
+            return await parser.parse(body)
+        except ParseTimeoutError as exc:
+            raise Refusal(413, f"{exc}; send fewer series") from None
+        except ParserBusyError as exc:
+            raise unavailable(f"busy: {exc}") from None
+
+    @staticmethod
+    def enqueue(batcher: Batcher, model: Any, windows: Any, attention: bool, arrival: Any) -> asyncio.Future:
+        try:
+            return batcher.enqueue(model, windows.values, windows.timestamps, attention, arrival)
+        except QueueFullError as exc:
+            raise unavailable(f"busy: {exc}") from None
+        except ShuttingDownError as exc:
+            raise unavailable(str(exc)) from None
+
+    async def await_answer(self, future: asyncio.Future, receive: Receive) -> Answer:
+        """The batcher's answer. A hang-up cancels the job (dropped before the forward pass); the
+        body was read already, so the next message ``receive`` gives is the disconnect."""
+        gone = asyncio.ensure_future(receive())
+        gone.add_done_callback(lambda _: future.cancel())  # no-op once the answer is in
+        try:
+            async with asyncio.timeout(self.settings.request_timeout_s):
+                return await future
+        except asyncio.CancelledError:
+            if gone.done() and not gone.cancelled():
+                raise ClientGone from None
+            future.cancel()  # the server is stopping and gave up waiting for this request
+            raise unavailable("the service is shutting down") from None
+        except TimeoutError:
+            future.cancel()
+            raise unavailable("timed out waiting for the model") from None
+        except QueueFullError as exc:
+            raise unavailable(f"busy: {exc}") from None
+        except ShuttingDownError as exc:
+            raise unavailable(str(exc)) from None
+        except NonFiniteForecastError as exc:
+            message = (
+                "the forecast from this window is not finite: its values are too far from what the "
+                "model knows"
+            )
+            kind = "non_finite_forecast"
+            problems = [ProblemItem(["series", i, "values"], message, kind) for i in exc.series]
+            raise RequestProblems(problems) from None
+        except ForecastFailedError as exc:
+            message = f"these windows could not be forecast ({redact(str(exc))})"
+            raise RequestProblems([ProblemItem(["series"], message, "forecast_failed")]) from None
+        finally:
+            gone.cancel()
+
+
+async def send_json(send: Send, status: int, document: Any, headers: dict[str, str] | None = None) -> int:
+    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
+    return await send_bytes(send, status, orjson.dumps(document), JSON, *extra)
+
+
+async def send_bytes(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> int:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+    return status
