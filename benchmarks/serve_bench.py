@@ -14,14 +14,17 @@ ours and the floor run under the same uvicorn settings (uvloop/httptools as inst
 --no-access-log, log level warning); `mlflow models serve` runs as MLflow starts it.
 
 Each of --rounds rounds (the order of the servers reverses every other round) runs, for --seconds:
-  - `wrk -t1 -c32`, one window of L values per request: ours, MLflow's, the floor;
+  - `wrk -t1 -c32`, one window of L values per request: ours, ours with --workers 2 (metrics in
+    prometheus-client's multiprocess mode), MLflow's, the floor;
   - `wrk -t1 -c1`, the same window: ours, the floor;
   - `wrk -t1 -c32`, 64 windows per request: ours (windows/s = req/s x 64).
 Bodies: ours and the floor `{"series": [{"values": [...]}]}`, MLflow's `{"inputs": [[...]]}`.
 A --warmup-seconds run of each precedes round 1 and is not counted.
 
 Prints per scenario and server the medians over rounds of req/s (and windows/s), p50 and p99, the
-per-round req/s, and non-2xx answers and socket errors summed over rounds; then each target of the
+per-round req/s, the server's CPU while loaded (cores, and CPU microseconds per request, its whole
+process group: the measure of per-request work on a machine wrk shares), and non-2xx answers and
+socket errors summed over rounds; then the --workers 2 factor and each target of the
 issue with its measured ratio and PASS/FAIL. A run in which any answer failed is invalid: it says so
 and exits 1 (a missed target alone exits 0). Then the raw forward time of the network per window.
 
@@ -77,10 +80,10 @@ ISSUE_TRAIN_ARGS = [
 QUICK_TRAIN_ARGS = ["--epochs", "1"]
 BATCH_WINDOWS = 64
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TORCH_THREADS": "1"}
-SERVERS = ("ours", "mlflow", "floor")
+SERVERS = ("ours", "ours-2w", "mlflow", "floor")  # ours-2w: the same API with --workers 2
 # (scenario, connections, windows per request, servers in round order)
 SCENARIOS = (
-    ("c32", 32, 1, ("ours", "mlflow", "floor")),
+    ("c32", 32, 1, ("ours", "ours-2w", "mlflow", "floor")),
     ("c1", 1, 1, ("ours", "floor")),
     (f"c32x{BATCH_WINDOWS}", 32, BATCH_WINDOWS, ("ours",)),
 )
@@ -177,7 +180,8 @@ def bodies(windows: np.ndarray) -> dict[str, dict[int, bytes]]:
         1: json.dumps({"series": [{"values": first}]}).encode(),
         BATCH_WINDOWS: json.dumps({"series": [{"values": w} for w in batch]}).encode(),
     }
-    return {"ours": ours, "floor": ours, "mlflow": {1: json.dumps({"inputs": [first]}).encode()}}
+    mlflow = {1: json.dumps({"inputs": [first]}).encode()}
+    return {"ours": ours, "ours-2w": ours, "floor": ours, "mlflow": mlflow}
 
 
 def forward_cost(predictor, windows: np.ndarray) -> tuple[float, float]:
@@ -315,7 +319,7 @@ def print_summary(summary: dict[str, dict[str, dict]], args: argparse.Namespace)
         "errors summed over rounds (non-2xx answers / socket errors)"
     )
     header = (
-        f"{'scenario':<16} {'server':<7} {'req/s':>9} {'windows/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'scenario':<16} {'server':<8}{'req/s':>9} {'windows/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'cores':>6} {'CPU us/req':>10} {'errors':>9}  req/s per round"
     )
     print(header)
@@ -327,10 +331,12 @@ def print_summary(summary: dict[str, dict[str, dict]], args: argparse.Namespace)
             valid &= not (r["non_2xx"] or r["socket_errors"])
             per_round = " / ".join(f"{x:.0f}" for x in r["rps_per_round"])
             print(
-                f"{LABELS[scenario]:<16} {server:<7} {r['rps']:>9.1f} {r['windows_per_s']:>10.1f} "
+                f"{LABELS[scenario]:<16} {server:<8}{r['rps']:>9.1f} {r['windows_per_s']:>10.1f} "
                 f"{r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['server_cores']:>6.2f} "
                 f"{r['cpu_us_per_request']:>10.0f} {r['non_2xx']:>4}/{r['socket_errors']:<4}  {per_round}"
             )
+    two = summary["c32"]["ours-2w"]["rps"] / summary["c32"]["ours"]["rps"]
+    print(f"\n--workers 2 / 1 worker, c32 req/s: {two:.2f}x (2 cores, shared with wrk)")
     print("\ntargets (issue 10):")
     for t in targets(summary):
         unit = " ms" if t["unit"] == "ms" else "x"
@@ -346,6 +352,42 @@ def print_summary(summary: dict[str, dict[str, dict]], args: argparse.Namespace)
                         f"{r['socket_errors']} socket errors of {r['requests']} requests"
                     )
     return valid
+
+
+def markdown_table(report: dict) -> str:
+    """benchmarks/README.md's serving table and target lines, from a saved --output report."""
+    summary = report["summary"]
+    lines = [
+        "| scenario | server | req/s | windows/s | p50 ms | p99 ms | server cores | CPU us/request | "
+        "errors | req/s per round |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for scenario, _, _, servers in SCENARIOS:
+        for server in servers:
+            r = summary[scenario][server]
+            per_round = " / ".join(f"{x:.0f}" for x in r["rps_per_round"])
+            lines.append(
+                f"| {LABELS[scenario]} | {server} | {r['rps']:.1f} | {r['windows_per_s']:.1f} | "
+                f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['server_cores']:.2f} | "
+                f"{r['cpu_us_per_request']:.0f} | {r['non_2xx'] + r['socket_errors']} | {per_round} |"
+            )
+    two = summary["c32"]["ours-2w"]["rps"] / summary["c32"]["ours"]["rps"]
+    lines += [
+        "",
+        f"`--workers 2` / 1 worker at c32: {two:.2f}x req/s.",
+        "",
+        "Targets (issue 10), as printed:",
+    ]
+    for t in report["targets"]:
+        unit = " ms" if t["unit"] == "ms" else "x"
+        lines.append(f"- {'PASS' if t['met'] else 'FAIL'} {t['target']}: measured {t['measured']:.2f}{unit}")
+    forward = report["forward_ms_per_window"]
+    lines += [
+        "",
+        f"Raw network forward per window: {forward['alone']:.3f} ms alone, "
+        f"{forward['batch_of_32']:.4f} ms in a batch of 32.",
+    ]
+    return "\n".join(lines)
 
 
 def heavy_neighbour(
@@ -406,7 +448,16 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=1.0, help="seconds between wrk runs")
     parser.add_argument("--heavy-rounds", type=int, default=2, help="heavy-neighbour rounds (0: skip)")
     parser.add_argument("--output", type=Path, help="write the raw runs and the summary as JSON")
+    parser.add_argument(
+        "--table",
+        type=Path,
+        metavar="RESULTS_JSON",
+        help="print the README table of a saved --output; no run",
+    )
     args = parser.parse_args()
+    if args.table:
+        print(markdown_table(json.loads(args.table.read_text())))
+        return
     if args.rounds < 1 or args.seconds < 1:
         parser.error("--rounds and --seconds must be at least 1")
     ensure_wrk()
@@ -431,10 +482,18 @@ def main() -> None:
             "ours": stack.enter_context(
                 prediction_service(workdir, tracking_uri, model_uri, ONE_THREAD, quiet=True)
             ),
+            "ours-2w": stack.enter_context(
+                prediction_service(workdir, tracking_uri, model_uri, ONE_THREAD, quiet=True, workers=2)
+            ),
             "mlflow": stack.enter_context(mlflow_model_server(workdir, tracking_uri, model_uri, ONE_THREAD)),
             "floor": stack.enter_context(http_floor(workdir, predictor.horizon)),
         }
-        paths = {"ours": "/v1/predict", "mlflow": "/invocations", "floor": "/v1/predict"}
+        paths = {
+            "ours": "/v1/predict",
+            "ours-2w": "/v1/predict",
+            "mlflow": "/invocations",
+            "floor": "/v1/predict",
+        }
         urls = {name: base[name] + paths[name] for name in SERVERS}
         pids = {name: base[name].pid for name in SERVERS}
         warmup, runs = run_rounds(urls, pids, body, args, workdir)
@@ -451,7 +510,8 @@ def main() -> None:
     summary = summarise(runs)
     print(
         f"\nmodel {model_uri} (L={predictor.lookback}, H={predictor.horizon}); "
-        f"servers: ours = service.main:app (uvicorn, 1 process), mlflow = mlflow models serve "
+        f"servers: ours = service.main:app (uvicorn, 1 process), ours-2w = the same with --workers 2, "
+        f"mlflow = mlflow models serve "
         f"--env-manager local, floor = benchmarks/floor_app.py (uvicorn, 1 process)"
     )
     valid = print_summary(summary, args)

@@ -107,10 +107,15 @@ def mlflow_server(
 
 @contextlib.contextmanager
 def prediction_service(
-    workdir: Path, tracking_uri: str, model_uri: str, env: dict | None = None, quiet: bool = False
+    workdir: Path,
+    tracking_uri: str,
+    model_uri: str,
+    env: dict | None = None,
+    quiet: bool = False,
+    workers: int = 1,
 ) -> Iterator[ServerURL]:
-    """This project's API (`uvicorn service.main:app`, one process) on loopback, ready (model
-    loaded); the yielded URL's ``pid`` is the uvicorn process."""
+    """This project's API (`uvicorn service.main:app`, ``workers`` processes sharing their metrics)
+    on loopback, ready (a model loaded); the yielded URL's ``pid`` is the uvicorn process."""
     port = free_port()
     command = [
         sys.executable,
@@ -124,7 +129,14 @@ def prediction_service(
     ]
     if quiet:
         command += ["--log-level", "warning", "--no-access-log"]
+    shared = {}
+    if workers > 1:
+        command += ["--workers", str(workers)]
+        metrics_dir = workdir / f"metrics-{port}"
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        shared = {"PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
     settings = {
+        **shared,
         "MLFLOW_TRACKING_URI": tracking_uri,
         "MODEL_URI": model_uri,
         "RELOAD_INTERVAL_S": "0",
