@@ -46,6 +46,13 @@ class SplitConfig(StrictModel):
     val_start: datetime | None = None
     test_start: datetime | None = None
     end: datetime | None = Field(None, description="first timestamp not used (dates mode)")
+    selection: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="share of the validation rows, at their end, that early stopping never sees: "
+        "conformal calibration and model selection (promotion, compare) use them",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> SplitConfig:

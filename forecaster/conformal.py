@@ -1,12 +1,13 @@
 """Prediction intervals: split-conformal for point models, coverage checks for any model.
 
 Point models get locally weighted (normalised) split-conformal intervals: the score of a
-validation window is its absolute error divided by the window's recent volatility (the mean
-absolute step-to-step change of the target over the last seasonal period of the look-back: a day
-of hourly data, a week of daily data), and the interval for a new window is the score quantile
-times that window's volatility, per horizon step, with the (n+1)/n finite-sample correction.
+selection window (the later part of validation, which early stopping never saw) is its absolute
+error divided by the window's recent volatility (the mean absolute step-to-step change of the
+target over the last seasonal period of the look-back: a day of hourly data, a week of daily
+data), and the interval for a new window is the score quantile times that window's volatility,
+per horizon step, with the (n+1)/n finite-sample correction.
 Scaling by recent volatility keeps coverage when calm and turbulent spells differ between
-validation and test (ETTh1's summer validation vs its winter test). Validation windows overlap,
+selection and test (ETTh1's summer validation vs its winter test). Selection windows overlap,
 so exchangeability holds only approximately: test coverage is reported beside every interval so a
 user sees how close it is."""
 
@@ -40,7 +41,7 @@ def volatility_span(lookback: int, period: int) -> int:
 def conformal_scores(
     actual: np.ndarray, forecast: np.ndarray, past_target: np.ndarray, levels: list[float], span: int
 ) -> dict[float, np.ndarray]:
-    """(N, H) validation actuals and point forecasts, (N, L) their input windows -> level -> (H,)
+    """(N, H) selection-window actuals and point forecasts, (N, L) their input windows -> level -> (H,)
     score quantiles; a new window's half-width is score x its volatility."""
     residuals = np.abs(actual - forecast) / window_volatility(past_target, span)  # (N, H)
     n = len(residuals)

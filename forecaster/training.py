@@ -53,8 +53,9 @@ def build_module(config: ForecastConfig, prepared: PreparedSeries) -> ForecastMo
 
 
 def calibrate_conformal(predictor: Predictor, prepared: PreparedSeries, levels: list[float]) -> None:
-    """Split-conformal half-widths per horizon step from the validation windows (never test)."""
-    windows = prepared.windows("val")
+    """Split-conformal half-widths per horizon step from the selection windows: not the ones early
+    stopping chose the checkpoint on (their residuals are too small), and never test."""
+    windows = prepared.windows("selection")
     times = windows.past_times() if predictor.uses_calendar else None
     past = windows.past()
     forecast = predictor.predict(past, times).mean

@@ -331,7 +331,7 @@ def compare(
     limit: Annotated[int, typer.Option()] = 50,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """The experiment's runs side by side, best test MAE first."""
+    """The experiment's runs side by side, best selection MAE first (test shown, never ordering)."""
     from pipelines.compare import compare_runs, print_comparison
     from pipelines.tracking import connect, resolve_tracking_uri
 
@@ -370,7 +370,8 @@ def promote(
     force: Annotated[bool, typer.Option()] = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Move an alias to a version only if it beats the current holder on the same test data."""
+    """Move an alias to a version only if it beats the current holder on the candidate's selection
+    window (the later part of validation, which neither was fitted on); test decides nothing."""
     from pipelines.registry import promote as promote_version
     from pipelines.tracking import connect, resolve_tracking_uri
 

@@ -1,6 +1,6 @@
 """`make demo`: train a quick LSTM and a quick seq2seq-with-attention on Melbourne temperatures
-into the local MLflow store, register both, keep the better one as @champion, compare, and say
-how to look at it and serve it."""
+into the local MLflow store, register both, keep the better one as @champion (the promotion gate:
+lower MAE on the selection window, never test), compare, and say how to look at it and serve it."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def run_evaluation(
     predictor = load_predictor(model_uri)
     config = config_with_data(predictor, data_config_for(predictor, overrides))
     prepared = prepare_series(load_from_config(config.data), config)
-    test, val = evaluate(predictor, prepared, "test"), evaluate(predictor, prepared, "val")
+    test, val, selection = (evaluate(predictor, prepared, split) for split in ("test", "val", "selection"))
     name = config.data.dataset or Path(config.data.path).stem
     experiment_id = ensure_experiment(experiment, tracking_uri)
     tags = {
@@ -55,5 +55,5 @@ def run_evaluation(
         "model.family": config.model.family,
     }
     with mlflow.start_run(experiment_id=experiment_id, run_name=f"evaluate {model_uri}", tags=tags) as run:
-        log_evaluation(test, val, f"{model_uri} on {name}")
+        log_evaluation(test, val, selection, f"{model_uri} on {name}")
     return {"run_id": run.info.run_id, "dataset": name, "windows": test.windows, "metrics": test.metrics}

@@ -74,14 +74,21 @@ def metric_dict(evaluation: Evaluation, name: str, prefix: str) -> dict[str, flo
     return {f"{prefix}_{metric}": value for metric, value in evaluation.metrics[name].items()}
 
 
-def log_evaluation(test: Evaluation, val: Evaluation, title: str) -> None:
-    """Model metrics as ``test_mae`` etc.; each baseline as ``naive_test_mae`` here and, in a
-    nested run of its own, under the very same names as the model so they line up in the UI."""
-    metrics = {**metric_dict(test, MODEL, "test"), **metric_dict(val, MODEL, "best_val")}
+def log_evaluation(test: Evaluation, val: Evaluation, selection: Evaluation, title: str) -> None:
+    """Model metrics as ``test_mae``, ``selection_mae`` (what models are chosen by) etc.; each
+    baseline as ``naive_test_mae`` here and, in a nested run of its own, under the very same names
+    as the model so they line up in the UI."""
+    metrics = {
+        **metric_dict(test, MODEL, "test"),
+        **metric_dict(val, MODEL, "best_val"),
+        **metric_dict(selection, MODEL, "selection"),
+    }
     for baseline in test.metrics:
         if baseline != MODEL:
             metrics.update(metric_dict(test, baseline, f"{baseline}_test"))
+            metrics.update(metric_dict(selection, baseline, f"{baseline}_selection"))
             metrics[f"test_skill_vs_{baseline}"] = test.skill("mae", baseline)
+            metrics[f"selection_skill_vs_{baseline}"] = selection.skill("mae", baseline)
     metrics["test_windows"] = test.windows
     for level, result in test.intervals.items():
         percent = round(100 * level)
@@ -106,14 +113,20 @@ def log_evaluation(test: Evaluation, val: Evaluation, title: str) -> None:
         log_figure(heatmap, "plots/attention.png")
 
 
-def log_baseline_runs(test: Evaluation, val: Evaluation, parent_tags: dict[str, str]) -> None:
+def log_baseline_runs(
+    test: Evaluation, val: Evaluation, selection: Evaluation, parent_tags: dict[str, str]
+) -> None:
     for baseline in test.metrics:
         if baseline == MODEL:
             continue
         with mlflow.start_run(run_name=baseline, nested=True, experiment_id=experiment_of_active_run()):
             mlflow.set_tags({**parent_tags, "role": "baseline", "model.family": baseline})
             mlflow.log_metrics(
-                {**metric_dict(test, baseline, "test"), **metric_dict(val, baseline, "best_val")}
+                {
+                    **metric_dict(test, baseline, "test"),
+                    **metric_dict(val, baseline, "best_val"),
+                    **metric_dict(selection, baseline, "selection"),
+                }
             )
             for h, error in enumerate(test.per_step_mae[baseline], start=1):
                 mlflow.log_metric("test_mae_by_step", float(error), step=h)

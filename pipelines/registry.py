@@ -1,18 +1,35 @@
-"""Registering models and moving aliases only when the candidate is better on the same test data."""
+"""Registering models, and moving an alias only when the candidate is better on data no fit saw.
+
+The gate compares candidate and holder on the candidate's selection window (the later part of its
+validation period: early stopping never saw it, see forecaster/data/splitting.py) and refuses when
+the holder was itself fitted or early-stopped on any of those rows. The test split decides nothing.
+Two trainers promoting at once take turns (``promotion_lock``), so the second one compares
+against whatever the first one left, and the worse one cannot win."""
 
 from __future__ import annotations
 
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import mlflow
+import pandas as pd
 from mlflow.exceptions import MlflowException
 
 from forecaster.config import ForecastConfig
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import PreparedSeries, prepare_series
 from forecaster.data.source import load_from_config
 from forecaster.errors import ForecasterError
 from forecaster.evaluation import evaluate
 from forecaster.predictor import Predictor
+
+SELECTION_METRIC = "selection_mae"
+LOCK_TAG = "promotion.lock"
+LOCK_LEASE_S = 600.0  # a promoter that died holding the lock is ignored after this
+LOCK_SETTLE_S = 0.5  # wait after writing the lock tag before reading it back
+LOCK_WAIT_S = 900.0
 
 
 class RegistryError(ForecasterError):
@@ -23,9 +40,10 @@ class RegistryError(ForecasterError):
 class Promotion:
     promoted: bool
     reason: str
-    candidate_mae: float | None = None
+    candidate_mae: float | None = None  # on the selection window
     holder_version: str | None = None
     holder_mae: float | None = None
+    window: str | None = None  # the selection window that decided, in words
 
 
 def load_predictor(model_uri: str) -> Predictor:
@@ -36,10 +54,11 @@ def load_predictor(model_uri: str) -> Predictor:
     return model.unwrap_python_model().predictor
 
 
-def mae_on_test_split(data_from: ForecastConfig, predictor: Predictor) -> float:
-    """MAE of ``predictor`` on the test split of ``data_from``'s data. Every stride-1 test window
-    ends its forecast inside the test rows whatever the look-back, so models with different
-    look-backs are scored on the same targets."""
+def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> PreparedSeries:
+    """``data_from``'s data and split, cut into ``predictor``'s windows (its look-back, its
+    calendar features). Every stride-1 window of a split ends its forecast inside that split's
+    rows whatever the look-back, so models with different look-backs are scored on the same
+    targets."""
     config = predictor.config.model_copy(
         update={
             "data": data_from.data.model_copy(
@@ -48,8 +67,24 @@ def mae_on_test_split(data_from: ForecastConfig, predictor: Predictor) -> float:
             "split": data_from.split,
         }
     )
-    prepared = prepare_series(load_from_config(config.data), config)
-    return evaluate(predictor, prepared, "test").metrics["model"]["mae"]
+    return prepare_series(load_from_config(config.data), config)
+
+
+def selection_mae(data_from: ForecastConfig, predictor: Predictor) -> float:
+    """MAE of ``predictor`` on the selection window of ``data_from``'s data (never test)."""
+    return evaluate(predictor, prepared_for(data_from, predictor), "selection").metrics["model"]["mae"]
+
+
+def window_words(prepared: PreparedSeries, split: str) -> str:
+    lo, hi = prepared.borders.rows(split)
+    index = prepared.series.frame.index
+    return f"{split} window {index[lo]} to {index[hi - 1]} ({len(prepared.windows(split))} windows)"
+
+
+def last_fitted(predictor: Predictor) -> pd.Timestamp:
+    """The last timestamp ``predictor``'s own training or early stopping saw."""
+    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
+    return prepared.series.frame.index[prepared.borders.fitted_end - 1]
 
 
 def comparable(candidate: Predictor, holder: Predictor) -> str | None:
@@ -68,34 +103,76 @@ def current_holder(name: str, alias: str) -> str | None:
         return None
 
 
+@contextlib.contextmanager
+def promotion_lock(name: str, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """One promotion of ``name`` at a time, on any tracking backend (SQLite, a database, an HTTP
+    server): a lease written as a tag of the registered model, read back after a pause, so of two
+    writers only the last one finds its own token and goes on; the other waits. A lease older
+    than LOCK_LEASE_S (its holder died) is taken over."""
+    client = mlflow.MlflowClient()
+    token = f"{uuid.uuid4().hex} {time.time():.3f}"
+    deadline = time.monotonic() + wait_s
+    while True:
+        held = client.get_registered_model(name).tags.get(LOCK_TAG)
+        if held is None or time.time() - float(held.split()[1]) > LOCK_LEASE_S:
+            client.set_registered_model_tag(name, LOCK_TAG, token)
+            time.sleep(LOCK_SETTLE_S)
+            if client.get_registered_model(name).tags.get(LOCK_TAG) == token:
+                break
+        if time.monotonic() > deadline:
+            raise RegistryError(f"another promotion of {name!r} has held the lock for over {wait_s:.0f} s")
+        time.sleep(LOCK_SETTLE_S)
+    try:
+        yield
+    finally:
+        if client.get_registered_model(name).tags.get(LOCK_TAG) == token:
+            client.delete_registered_model_tag(name, LOCK_TAG)
+
+
 def promote(name: str, version: str, alias: str = "champion", force: bool = False) -> Promotion:
-    """Point ``alias`` at ``version`` if it has no holder, if ``version`` has a lower test MAE
-    than the holder on the candidate's test data, or if forced."""
+    """Point ``alias`` at ``version`` if it has no holder, if ``version`` has a lower MAE than the
+    holder on the candidate's selection window (which the holder was not fitted on either), or if
+    forced. Serialised per registered model, so concurrent promotions cannot race."""
+    with promotion_lock(name):
+        return _promote(name, str(version), alias, force)
+
+
+def _promote(name: str, version: str, alias: str, force: bool) -> Promotion:
     client = mlflow.MlflowClient()
     holder = current_holder(name, alias)
-    if holder == str(version):
+    if holder == version:
         return Promotion(False, f"version {version} already holds @{alias}", holder_version=holder)
     if holder is None:
-        client.set_registered_model_alias(name, alias, str(version))
+        client.set_registered_model_alias(name, alias, version)
         return Promotion(True, f"@{alias} had no holder")
     candidate = load_predictor(f"models:/{name}/{version}")
     incumbent = load_predictor(f"models:/{name}/{holder}")
+    prepared = prepared_for(candidate.config, candidate)
+    window = window_words(prepared, "selection")
     problem = comparable(candidate, incumbent)
+    if problem is None:
+        selection_from = prepared.series.frame.index[prepared.borders.rows("selection")[0]]
+        if (fitted := last_fitted(incumbent)) >= selection_from:
+            problem = f"v{holder} was fitted or early-stopped on data up to {fitted}, inside the {window}"
     if problem and not force:
-        return Promotion(False, f"not comparable with v{holder}: {problem}", holder_version=holder)
-    candidate_mae = mae_on_test_split(candidate.config, candidate)
-    holder_mae = None if problem else mae_on_test_split(candidate.config, incumbent)
+        return Promotion(
+            False, f"not comparable with v{holder}: {problem}", holder_version=holder, window=window
+        )
+    candidate_mae = evaluate(candidate, prepared, "selection").metrics["model"]["mae"]
+    holder_mae = None if problem else selection_mae(candidate.config, incumbent)
     better = holder_mae is not None and candidate_mae < holder_mae
+    figures = f"{candidate_mae:.4f}" + ("" if holder_mae is None else f" vs v{holder}'s {holder_mae:.4f}")
     if better or force:
-        client.set_registered_model_alias(name, alias, str(version))
-        why = "forced" if force and not better else "lower test MAE on the same test data"
-        return Promotion(True, why, candidate_mae, holder, holder_mae)
+        client.set_registered_model_alias(name, alias, version)
+        why = "forced" if force and not better else "lower MAE"
+        return Promotion(True, f"{why} on the {window}: {figures}", candidate_mae, holder, holder_mae, window)
     return Promotion(
         False,
-        f"test MAE {candidate_mae:.4f} is not below v{holder}'s {holder_mae:.4f} on the same test data",
+        f"MAE {figures} on the {window}: not lower (the test split decides nothing)",
         candidate_mae,
         holder,
         holder_mae,
+        window,
     )
 
 
@@ -126,6 +203,7 @@ def register_run(run_id: str, name: str) -> str:
     params, metrics = run.data.params, run.data.metrics
     if "test_mae" not in metrics:
         raise RegistryError(f"run {run_id} has no test_mae: is it a `forecast train` run?")
+    selection = metrics.get(SELECTION_METRIC)
     tags = {
         "dataset": params.get("dataset.name", ""),
         "target": params.get("data.target") or run.data.tags.get("target", ""),
@@ -133,6 +211,7 @@ def register_run(run_id: str, name: str) -> str:
         "horizon": params.get("window.horizon", ""),
         "family": run.data.tags.get("model.family", ""),
         "test_mae": f"{metrics['test_mae']:.6g}",
+        **({} if selection is None else {SELECTION_METRIC: f"{selection:.6g}"}),
     }
     description = f"{tags['family']} on {tags['dataset']}: test MAE {tags['test_mae']} (run {run_id})"
     return str(register(f"runs:/{run_id}/model", name, tags, description).version)

@@ -20,6 +20,8 @@ from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_ev
 from pipelines.registry import Promotion, promote, register
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
 
+EVALUATED = ("test", "val", "selection")  # test is reported; selection is what models are chosen by
+
 
 @dataclass
 class TrainingOutcome:
@@ -28,6 +30,7 @@ class TrainingOutcome:
     model_uri: str
     family: str
     metrics: dict[str, dict[str, float]]  # forecaster name -> metric -> value (test split)
+    selection_metrics: dict[str, dict[str, float]]  # the same on the selection window
     test_windows: int
     seconds: float
     epochs: int
@@ -48,6 +51,7 @@ class TrainingOutcome:
             "test_windows": self.test_windows,
             "seconds": round(self.seconds, 2),
             "metrics": self.metrics,
+            "selection_metrics": self.selection_metrics,
             "intervals": self.intervals,
         }
 
@@ -90,12 +94,9 @@ def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None
             forecast_config, prepared, logger=logger, callbacks=[LearningRateMonitor("epoch")]
         )
         mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
-        test, val = (
-            evaluate(trained.predictor, prepared, "test"),
-            evaluate(trained.predictor, prepared, "val"),
-        )
-        log_evaluation(test, val, run_name)
-        log_baseline_runs(test, val, {"dataset": name, "target": prepared.series.target})
+        test, val, selection = (evaluate(trained.predictor, prepared, split) for split in EVALUATED)
+        log_evaluation(test, val, selection, run_name)
+        log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})
         info = log_pyfunc_model(trained.predictor, prepared)
         outcome = TrainingOutcome(
             run_id=run.info.run_id,
@@ -103,6 +104,7 @@ def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None
             model_uri=info.model_uri,
             family=config.model.family,
             metrics=test.metrics,
+            selection_metrics=selection.metrics,
             test_windows=test.windows,
             seconds=0.0,
             epochs=trained.epochs_run,
@@ -123,11 +125,14 @@ def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None
                     "horizon": str(config.window.horizon),
                     "family": config.model.family,
                     "test_mae": f"{test.metrics[MODEL]['mae']:.6g}",
+                    "selection_mae": f"{selection.metrics[MODEL]['mae']:.6g}",
                 },
                 description=(
                     f"{config.model.family} forecasting {prepared.series.target} of {name}, "
                     f"{config.window.horizon} steps from {config.window.lookback}; "
-                    f"test MAE {test.metrics[MODEL]['mae']:.4g} vs naive {test.metrics['naive']['mae']:.4g} "
+                    f"selection MAE {selection.metrics[MODEL]['mae']:.4g} vs naive "
+                    f"{selection.metrics['naive']['mae']:.4g}, test MAE {test.metrics[MODEL]['mae']:.4g} vs "
+                    f"naive {test.metrics['naive']['mae']:.4g} "
                     f"(run {run.info.run_id})"
                 ),
             )

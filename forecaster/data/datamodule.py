@@ -16,7 +16,7 @@ from forecaster.data.splitting import SplitBorders, split_borders
 from forecaster.data.windows import SeriesWindows, WindowDataset, window_starts
 from forecaster.errors import ConfigError
 
-SPLITS = ("train", "val", "test")
+SPLITS = ("train", "val", "selection", "test")
 
 
 @dataclass

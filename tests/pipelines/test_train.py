@@ -112,7 +112,7 @@ def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tra
         "promote", "--name", "duel", "--version", bad["registered_version"], "--tracking-uri", tracking_uri
     )
     assert refused.exit_code == 1
-    assert "is not below" in refused.stdout
+    assert "not lower" in refused.stdout
     forced = forecast(
         "promote",
         "--name",

@@ -1,0 +1,142 @@
+"""No decision reads the test split: early stopping, the checkpoint, conformal calibration, the
+promotion gate and `compare`'s order come out the same when the test rows are changed; the gate
+compares on the selection window, says which one and with which figures, refuses a holder fitted on
+it, and two promotions at once cannot let the worse candidate win."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import pipelines.registry as registry
+from forecaster.data.datamodule import prepare_series
+from forecaster.data.datasets import get_dataset
+from forecaster.data.source import load_from_config
+from pipelines.compare import compare_runs
+from pipelines.config import load_run_config
+from pipelines.registry import load_predictor, promote
+from tests.pipelines.helpers import forecast, train_json
+
+GOOD = ("train.epochs=3",)
+BAD = ("train.epochs=1", "train.learning_rate=1e-9", "model.level_norm=none", "train.seed=7")
+
+
+def csv_with_changed_test_rows(tmp_path) -> str:
+    """Melbourne temperatures with every test row's target tripled plus noise."""
+    frame = pd.read_csv(get_dataset("melbourne-temp").path)
+    config = load_run_config(None, ["data.dataset=melbourne-temp"]).forecast_config()
+    prepared = prepare_series(load_from_config(config.data), config)
+    first_test = prepared.series.frame.index[prepared.borders.rows("test")[0]]
+    dates = pd.to_datetime(frame["Date"])
+    test_rows = dates >= first_test
+    noise = np.random.default_rng(0).normal(0, 5, test_rows.sum())
+    frame.loc[test_rows, "Temp"] = frame.loc[test_rows, "Temp"] * 3 + noise
+    path = tmp_path / "changed-test.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+def everything_decided(tracking_uri: str, data: tuple[str, ...]) -> dict:
+    """Train a good and a bad model into ``tracking_uri`` (registered as "pick", the demo's way)
+    and collect every decision: epochs, checkpoint weights, conformal widths, who holds
+    @champion, compare's order."""
+    mlflow.set_tracking_uri(tracking_uri)
+    good = train_json(tracking_uri, *GOOD, *data, register="pick")
+    bad = train_json(tracking_uri, *BAD, *data, register="pick")
+    champion = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("pick", "champion")
+    predictor = load_predictor("models:/pick/1")
+    order = compare_runs("forecasting")["run id"].tolist()
+    return {
+        "selection": (good["selection_metrics"]["model"]["mae"], bad["selection_metrics"]["model"]["mae"]),
+        "test": (good["metrics"]["model"]["mae"], bad["metrics"]["model"]["mae"]),
+        "promoted": (good["promoted"], bad["promoted"]),
+        "champion": (str(champion.version), champion.run_id == good["run_id"]),
+        "weights": {k: v.clone() for k, v in predictor.network.state_dict().items()},
+        "conformal": {level: width.copy() for level, width in predictor.conformal.items()},
+        "order": [order.index(good["run_id"][:8]), order.index(bad["run_id"][:8])],
+    }
+
+
+def test_changing_the_test_rows_changes_no_decision(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    original = everything_decided(f"sqlite:///{tmp_path / 'a' / 'mlflow.db'}", ())
+    changed_csv = csv_with_changed_test_rows(tmp_path)
+    changed = everything_decided(f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}", (f"data.path={changed_csv}",))
+
+    assert changed["test"][0] != pytest.approx(original["test"][0], rel=0.05)  # the change reached test
+    assert changed["selection"] == original["selection"]
+    assert changed["promoted"] == original["promoted"] == (True, False)
+    assert changed["champion"] == original["champion"]
+    assert changed["order"] == original["order"] == [0, 1]
+    assert changed["conformal"].keys() == original["conformal"].keys()
+    for level, width in original["conformal"].items():
+        np.testing.assert_array_equal(changed["conformal"][level], width)
+    for name, tensor in original["weights"].items():
+        assert torch.equal(changed["weights"][name], tensor), name
+
+
+def test_the_gate_names_the_selection_window_and_its_figures(tracking_uri):
+    good = train_json(tracking_uri, *GOOD, register="duel")
+    bad = train_json(tracking_uri, *BAD, register="duel")
+    refused = forecast(
+        "promote", "--name", "duel", "--version", bad["registered_version"], "--tracking-uri", tracking_uri
+    )
+    assert refused.exit_code == 1
+    line = " ".join(refused.stdout.split())
+    assert "selection window" in line and "not lower" in line and "test split decides nothing" in line
+    assert f"{bad['selection_metrics']['model']['mae']:.4f}" in line
+    assert f"{good['selection_metrics']['model']['mae']:.4f}" in line
+
+
+def test_a_holder_fitted_on_the_selection_window_is_not_compared_there(tracking_uri):
+    # the holder trained on a later split: its validation rows cover the candidate's selection rows
+    train_json(tracking_uri, *GOOD, "split.train=0.8", "split.val=0.1", "split.test=0.1", register="late")
+    candidate = train_json(tracking_uri, *GOOD, "train.seed=3", register="late")
+    assert candidate["promoted"] is False
+    mlflow.set_tracking_uri(tracking_uri)
+    decision = promote("late", candidate["registered_version"])
+    assert not decision.promoted
+    assert (
+        "fitted or early-stopped on data up to" in decision.reason and "selection window" in decision.reason
+    )
+
+
+def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monkeypatch):
+    train_json(tracking_uri, *BAD, register="race")  # v1 holds @champion
+    first = train_json(tracking_uri, *GOOD, register="race")  # beats v1 and becomes champion
+    second = train_json(tracking_uri, "train.epochs=2", "train.seed=5", register="race")
+    mlflow.set_tracking_uri(tracking_uri)
+    client = mlflow.MlflowClient()
+    client.set_registered_model_alias("race", "champion", "1")  # both candidates now face v1
+    scores = {v["registered_version"]: v["selection_metrics"]["model"]["mae"] for v in (first, second)}
+    worse, better = sorted(scores, key=scores.get, reverse=True)
+    assert scores[worse] > scores[better]
+
+    evaluate = registry.evaluate
+
+    def slow_for_the_worse(*args, **kwargs):
+        if threading.current_thread().name == "worse":
+            time.sleep(2.0)  # the worse candidate's comparison is still running when the better one's ends
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(registry, "evaluate", slow_for_the_worse)
+    decisions = {}
+    threads = [
+        threading.Thread(target=lambda v=v: decisions.update({v: promote("race", v)}), name=name)
+        for name, v in (("worse", worse), ("better", better))
+    ]
+    threads[0].start()
+    time.sleep(0.2)  # the worse one asks first
+    threads[1].start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert str(client.get_model_version_by_alias("race", "champion").version) == better
+    assert decisions[better].promoted
+    assert "promotion.lock" not in client.get_registered_model("race").tags
