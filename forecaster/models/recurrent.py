@@ -7,7 +7,7 @@ from torch import nn
 
 from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
 from forecaster.models.output import Forecast
-from forecaster.models.quantiles import median_index
+from forecaster.models.quantiles import median_of
 
 
 class RecurrentForecaster(nn.Module):
@@ -74,4 +74,4 @@ class RecurrentForecaster(nn.Module):
         if not self.quantiles:
             return Forecast(mean=out.squeeze(-1))  # (B, H)
         out = torch.sort(out, dim=-1).values  # quantiles never cross
-        return Forecast(mean=out[..., median_index(self.quantiles)], quantiles=out)  # (B, H), (B, H, Q)
+        return Forecast(mean=median_of(out, self.quantiles), quantiles=out)  # (B, H), (B, H, Q)

@@ -13,7 +13,7 @@ from torch import nn
 from forecaster.models.attention import BahdanauAttention
 from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
 from forecaster.models.output import Forecast
-from forecaster.models.quantiles import median_index
+from forecaster.models.quantiles import median_of
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -50,7 +50,6 @@ class Seq2SeqForecaster(nn.Module):
         super().__init__()
         self.horizon = horizon
         self.quantiles = list(quantiles or [])
-        self.median = median_index(self.quantiles) if self.quantiles else 0
         self.layers = layers
         self.directions = 2 if bidirectional else 1
         self.is_lstm = cell == "lstm"
@@ -95,15 +94,16 @@ class Seq2SeqForecaster(nn.Module):
             step_in = torch.cat(parts, dim=-1).unsqueeze(1)  # (B, 1, 1+K+C)
             out, state = self.decoder(step_in, state)  # (B, 1, hidden)
             y = self.output(torch.cat([out.squeeze(1), context], dim=-1))  # (B, Q or 1)
+            if self.quantiles:
+                y = torch.sort(y, dim=-1).values  # quantiles never cross; fed back as reported
             steps.append(y)
-            point = y[:, self.median : self.median + 1]  # (B, 1): the median is fed back
+            point = median_of(y, self.quantiles).unsqueeze(-1) if self.quantiles else y  # (B, 1)
             y_prev = self._next_input(point, target, t, teacher_forcing)
         outputs = torch.stack(steps, dim=1)  # (B, H, Q or 1)
         attention = torch.stack(weights, dim=1) if weights else None  # (B, H, L)
         if not self.quantiles:
             return Forecast(mean=outputs.squeeze(-1), attention=attention)  # (B, H)
-        outputs = torch.sort(outputs, dim=-1).values  # quantiles never cross
-        return Forecast(mean=outputs[..., self.median], attention=attention, quantiles=outputs)
+        return Forecast(mean=median_of(outputs, self.quantiles), attention=attention, quantiles=outputs)
 
     @staticmethod
     def _next_input(y: torch.Tensor, target: torch.Tensor | None, t: int, ratio: float) -> torch.Tensor:

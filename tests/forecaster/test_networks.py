@@ -125,6 +125,32 @@ def test_quantile_outputs_are_ordered_and_the_median_is_the_point_forecast(name)
     torch.testing.assert_close(out.mean, out.quantiles[..., 1])
 
 
+def test_the_point_forecast_of_levels_without_a_median_is_interpolated_at_one_half():
+    from forecaster.models.quantiles import median_of
+
+    outputs = torch.tensor([[1.0, 5.0], [2.0, 4.0]])  # levels 0.1 and 0.9
+    torch.testing.assert_close(median_of(outputs, [0.1, 0.9]), torch.tensor([3.0, 3.0]))
+    torch.testing.assert_close(median_of(outputs, [0.3, 0.9]), torch.tensor([7 / 3, 8 / 3]))
+    torch.testing.assert_close(median_of(outputs, [0.6, 0.9]), torch.tensor([1.0, 2.0]))  # nearest
+    three = torch.tensor([[1.0, 2.0, 9.0]])
+    torch.testing.assert_close(median_of(three, [0.1, 0.5, 0.9]), torch.tensor([2.0]))
+
+
+def test_the_quantile_seq2seq_feeds_back_the_median_it_reports():
+    from forecaster.config import ModelConfig
+
+    config = ModelConfig(architecture="seq2seq", hidden_size=16, quantiles=[0.1, 0.9], level_norm="none")
+    network = build_network(config, F, 0, H)
+    fed = []
+    network.network.decoder.register_forward_hook(lambda m, inputs, out: fed.append(inputs[0][:, 0, 0]))
+    past = batch(calendar=False)[0]
+    out = network(past)
+    assert (out.quantiles[..., 0] <= out.quantiles[..., 1]).all()
+    torch.testing.assert_close(out.mean, out.quantiles.mean(dim=-1))  # not the 0.9 output
+    for t in range(1, H):
+        torch.testing.assert_close(fed[t], out.mean[:, t - 1])
+
+
 def test_pinball_loss_on_hand_values():
     from forecaster.models.quantiles import pinball_loss
 
