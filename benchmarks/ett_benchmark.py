@@ -8,9 +8,20 @@ Protocol: train rows 0-8639, val 8640-11519, test 11520-14399 (12/4/4 months of 
 rows' statistics; stride-1 windows, every test window scored (2881 - H of them); MSE and MAE on
 the z-scored scale (as the papers report) and MAE in degC.
 
-    .venv/bin/python benchmarks/ett_benchmark.py                 # the CPU plan (about 40 min on 2 cores)
+    .venv/bin/python benchmarks/ett_benchmark.py                 # the CPU plan (hours on 2 cores)
     .venv/bin/python benchmarks/ett_benchmark.py --full          # every network x horizon x 3 seeds (GPU)
     .venv/bin/python benchmarks/ett_benchmark.py --full --accelerator gpu --tracking-uri http://mlflow:5000
+    .venv/bin/python benchmarks/ett_benchmark.py --render        # the README tables from the raw results
+
+Raw results: every finished run appends one JSON line to benchmarks/results/ett-runs.jsonl (the
+network, look-back, horizon, seed, commit, and its selection, validation and test figures); the
+tables are rendered from that file alone, never assembled by hand. Runs already in the file (same
+network, look-back, horizon, seed and commit) are skipped, so an interrupted plan resumes.
+
+Decisions read no test data: one configuration per network (NETWORKS, fixed before any run), used
+at every horizon; early stopping on the validation rows; the row marked "chosen" at each look-back
+and horizon is the network with the lowest mean selection MSE (the later part of validation, see
+forecaster/data/splitting.py), whatever test says.
 """
 
 from __future__ import annotations
@@ -19,13 +30,15 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+RAW_RESULTS = REPO / "benchmarks" / "results" / "ett-runs.jsonl"
 
 PAPER_SPLIT = {"val_start": "2017-06-26", "test_start": "2017-10-24", "end": "2018-02-21"}
 
@@ -57,14 +70,14 @@ NETWORKS = {
 
 PUBLISHED = {
     96: {
-        "LSTMa (Informer, AAAI 2021)": {
+        "LSTMa (Informer, AAAI 2021; its own look-back, not 96)": {
             24: (0.114, 0.272),
             48: (0.193, 0.358),
             168: (0.236, 0.392),
             336: (0.590, 0.698),
             720: (0.683, 0.768),
         },
-        "Informer (AAAI 2021)": {
+        "Informer (AAAI 2021; input length tuned per horizon, not 96)": {
             24: (0.098, 0.247),
             48: (0.158, 0.319),
             168: (0.183, 0.346),
@@ -108,29 +121,62 @@ class Plan:
     seeds: int
 
 
-def cpu_plan() -> list[Plan]:
-    """What fits a 2-core CPU in about 40 minutes. Seq2seq decodes step by step, so beyond H=48 it
-    is left to a GPU (--full); the plain RNNs at L=336 step through 336 inputs, so one seed each."""
+def cpu_plan(seeds: int) -> list[Plan]:
+    """Every network at L=96 except seq2seq beyond H=48 (it decodes step by step: left to a GPU,
+    --full), the segment models and a plain LSTM at L=336; ``seeds`` seeds every row."""
     return [
-        Plan(96, "seg-lstm", HORIZONS[96], 3),
-        *(Plan(96, n, HORIZONS[96], 1) for n in ("lstm", "gru", "rnn", "bi-lstm")),
-        *(Plan(96, n, [24, 48], 1) for n in ("seq2seq", "seq2seq-attention")),
-        Plan(336, "seg-lstm", HORIZONS[336], 3),
-        Plan(336, "seg-gru", HORIZONS[336], 1),
-        Plan(336, "lstm", HORIZONS[336], 1),
+        *(Plan(96, n, HORIZONS[96], seeds) for n in ("seg-lstm", "lstm", "gru", "rnn", "bi-lstm")),
+        *(Plan(96, n, [24, 48], seeds) for n in ("seq2seq", "seq2seq-attention")),
+        *(Plan(336, n, HORIZONS[336], seeds) for n in ("seg-lstm", "seg-gru", "lstm")),
     ]
 
 
-def full_plan() -> list[Plan]:
-    return [Plan(lookback, n, HORIZONS[lookback], 3) for lookback in HORIZONS for n in NETWORKS]
+def full_plan(seeds: int) -> list[Plan]:
+    return [Plan(lookback, n, HORIZONS[lookback], seeds) for lookback in HORIZONS for n in NETWORKS]
 
 
-@dataclass
-class Result:
-    scores: list[tuple[float, float, float]] = field(default_factory=list)  # (zMSE, zMAE, MAE degC)
-    seconds: list[float] = field(default_factory=list)
-    coverage: list[float] = field(default_factory=list)
-    windows: int = 0
+def commit() -> str:
+    """The code the runs were made with (``+dirty`` when the tree had changes)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def read_runs(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_record(outcome, plan: Plan, horizon: int, seed: int, seconds: float, std: float, code: str) -> dict:
+    """One finished run, as committed: z-scored MSE/MAE (the papers' scale) and MAE in degC on
+    selection and test for the model and the baselines, with timing and interval coverage."""
+
+    def scaled(metrics: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        return {
+            name: {"mse": m["rmse"] ** 2 / std**2, "mae": m["mae"] / std, "mae_c": m["mae"]}
+            for name, m in metrics.items()
+        }
+
+    return {
+        "network": plan.network,
+        "lookback": plan.lookback,
+        "horizon": horizon,
+        "seed": seed,
+        "commit": code,
+        "settings": NETWORKS[plan.network],
+        "std_c": std,
+        "seconds": seconds,
+        "epochs": outcome.epochs,
+        "test_windows": outcome.test_windows,
+        "test": scaled(outcome.metrics),
+        "selection": scaled(outcome.selection_metrics),
+        "coverage_80": outcome.intervals.get("80", {}).get("coverage"),
+        "run_id": outcome.run_id,
+    }
 
 
 def run_config(lookback: int, horizon: int, network: str, seed: int, epochs: int, accelerator: str):
@@ -167,14 +213,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--full", action="store_true", help="every network, horizon and 3 seeds")
+    parser.add_argument("--full", action="store_true", help="every network and horizon")
+    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--accelerator", default="auto")
     parser.add_argument(
         "--tracking-uri", default=os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")
     )
-    parser.add_argument("--output", default=str(REPO / "benchmarks" / "results"))
+    parser.add_argument("--results", type=Path, default=RAW_RESULTS, help="raw runs (JSON lines)")
+    parser.add_argument("--render", action="store_true", help="only print the tables from --results")
+    parser.add_argument("--commit", help="render only runs made at this commit (default: all)")
     args = parser.parse_args()
+    if args.render:
+        runs = [r for r in read_runs(args.results) if args.commit in (None, r["commit"])]
+        print(render(runs))
+        return
 
     import torch
 
@@ -185,117 +238,144 @@ def main() -> None:
 
     quiet_libraries()
     torch.set_num_threads(os.cpu_count() or 1)
-    plans = full_plan() if args.full else cpu_plan()
+    plans = full_plan(args.seeds) if args.full else cpu_plan(args.seeds)
     probe = run_config(96, 24, "lstm", 0, 1, args.accelerator).forecast_config()
     std = float(prepare_series(load_from_config(probe.data), probe).scaler.std[0])  # OT, train rows
-    results: dict[tuple[int, str, int], Result] = {}
-    baselines: dict[tuple[int, int], dict[str, tuple[float, float, float]]] = {}
+    code = commit()
+    done = {
+        (r["network"], r["lookback"], r["horizon"], r["seed"])
+        for r in read_runs(args.results)
+        if r["commit"] == code
+    }
+    todo = [
+        (plan, horizon, seed)
+        for plan in plans
+        for horizon in plan.horizons
+        for seed in range(plan.seeds)
+        if (plan.network, plan.lookback, horizon, seed) not in done
+    ]
+    print(f"{len(todo)} runs to do, {len(done)} already in {args.results} at commit {code}", flush=True)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    for plan in plans:
-        for horizon in plan.horizons:
-            for seed in range(plan.seeds):
-                config = run_config(plan.lookback, horizon, plan.network, seed, args.epochs, args.accelerator)
-                tick = time.perf_counter()
-                outcome = run_training(config, args.tracking_uri)
-                seconds = time.perf_counter() - tick
-                result = results.setdefault((plan.lookback, plan.network, horizon), Result())
-                m = outcome.metrics["model"]
-                result.scores.append((m["rmse"] ** 2 / std**2, m["mae"] / std, m["mae"]))
-                result.seconds.append(seconds)
-                result.windows = outcome.test_windows
-                if "80" in outcome.intervals:
-                    result.coverage.append(outcome.intervals["80"]["coverage"])
-                baselines[(plan.lookback, horizon)] = {
-                    name: (v["rmse"] ** 2 / std**2, v["mae"] / std, v["mae"])
-                    for name, v in outcome.metrics.items()
-                    if name != "model"
-                }
-                print(
-                    f"{plan.network:>17} L={plan.lookback:<3} H={horizon:<3} seed {seed}: "
-                    f"MSE {result.scores[-1][0]:.4f} MAE {result.scores[-1][1]:.4f} "
-                    f"({m['mae']:.3f} degC) {seconds:6.1f} s",
-                    flush=True,
-                )
-    report = render(results, baselines, time.perf_counter() - started, std)
-    print("\n" + report)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (out / f"ett-{stamp}.md").write_text(report)
-    (out / f"ett-{stamp}.json").write_text(
-        json.dumps({f"{k[0]}/{k[1]}/{k[2]}": vars(v) for k, v in results.items()}, indent=1)
-    )
+    for k, (plan, horizon, seed) in enumerate(todo, 1):
+        config = run_config(plan.lookback, horizon, plan.network, seed, args.epochs, args.accelerator)
+        tick = time.perf_counter()
+        outcome = run_training(config, args.tracking_uri)
+        record = run_record(outcome, plan, horizon, seed, time.perf_counter() - tick, std, code)
+        with args.results.open("a") as raw:
+            raw.write(json.dumps(record) + "\n")
+        elapsed = time.perf_counter() - started
+        left = elapsed / k * (len(todo) - k)
+        print(
+            f"[{k}/{len(todo)}, {elapsed / 60:.0f} min, ~{left / 60:.0f} min left] {plan.network:>17} "
+            f"L={plan.lookback:<3} H={horizon:<3} seed {seed}: selection MSE {record['selection']['model']['mse']:.4f}, "
+            f"test MSE {record['test']['model']['mse']:.4f} MAE {record['test']['model']['mae']:.4f} "
+            f"({record['seconds']:.0f} s)",
+            flush=True,
+        )
+    print("\n" + render([r for r in read_runs(args.results) if r["commit"] == code]))
 
 
-def mean_pair(result: Result) -> tuple[tuple[float, float], tuple[float, float]]:
-    mse = [s[0] for s in result.scores]
-    mae = [s[1] for s in result.scores]
-    spread = (statistics.stdev(mse), statistics.stdev(mae)) if len(mse) > 1 else (0.0, 0.0)
-    return (statistics.mean(mse), statistics.mean(mae)), spread
+@dataclass
+class Row:
+    """The seeds of one network at one look-back and horizon."""
+
+    runs: list[dict]
+
+    def mean_std(self, split: str, metric: str, name: str = "model") -> tuple[float, float]:
+        values = [r[split][name][metric] for r in self.runs]
+        return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def render(results, baselines, total_seconds: float, std: float) -> str:
+def grouped(runs: list[dict]) -> dict[tuple[int, str, int], Row]:
+    rows: dict[tuple[int, str, int], Row] = {}
+    for run in runs:
+        rows.setdefault((run["lookback"], run["network"], run["horizon"]), Row([])).runs.append(run)
+    return rows
+
+
+def chosen(rows: dict[tuple[int, str, int], Row], lookback: int, horizon: int) -> str | None:
+    """The network with the lowest mean selection MSE here: the pick, made without test data."""
+    here = {net: row for (lb, net, h), row in rows.items() if lb == lookback and h == horizon}
+    return min(here, key=lambda net: here[net].mean_std("selection", "mse")[0]) if here else None
+
+
+def render(runs: list[dict]) -> str:
+    """The README tables, from raw runs only."""
+    if not runs:
+        return "no runs recorded yet"
+    rows = grouped(runs)
+    commits = sorted({r["commit"] for r in runs})
+    std = runs[0]["std_c"]
     lines = [
-        f"ETTh1 univariate (OT), paper protocol; z-score std of OT on train rows = {std:.4f} degC.",
-        "Cells: MSE/MAE on the z-scored scale; learned models: mean over seeds (n), +- sample std.",
+        f"ETTh1 univariate (OT), paper protocol; z-score std of OT on train rows = {std:.4f} degC; "
+        f"{len(runs)} runs at commit(s) {', '.join(commits)}.",
+        "Cells: test MSE/MAE on the z-scored scale; learned models: mean over seeds +- sample std (n). "
+        "(chosen): the network with the lowest mean selection MSE at that look-back and horizon.",
         "",
     ]
     for lookback, horizons in HORIZONS.items():
-        lines.append(f"### Look-back {lookback}")
-        lines.append("")
+        mine = {k: v for k, v in rows.items() if k[0] == lookback}
+        if not mine:
+            continue
+        first = {
+            h: next((row.runs[0] for (lb, _, hh), row in mine.items() if hh == h), None) for h in horizons
+        }
+        lines += [f"### Look-back {lookback}", ""]
         lines.append("| model | " + " | ".join(f"H={h}" for h in horizons) + " |")
         lines.append("|---|" + "---|" * len(horizons))
         for name in ("naive", "seasonal_naive"):
             cells = [
-                fmt(baselines.get((lookback, h), {}).get(name, (None, None))[:2], 4)
-                if (lookback, h) in baselines
-                else ""
+                ""
+                if first[h] is None
+                else f"{first[h]['test'][name]['mse']:.4f}/{first[h]['test'][name]['mae']:.4f}"
                 for h in horizons
             ]
             lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
         for network in NETWORKS:
-            row = []
+            cells = []
             for h in horizons:
-                result = results.get((lookback, network, h))
-                if result is None:
-                    row.append("")
+                row = mine.get((lookback, network, h))
+                if row is None:
+                    cells.append("")
                     continue
-                (mse, mae), (smse, smae) = mean_pair(result)
-                n = len(result.scores)
-                row.append(
-                    f"{mse:.4f}/{mae:.4f}" + (f" (+-{smse:.4f}/{smae:.4f}, n={n})" if n > 1 else " (n=1)")
-                )
-            if any(row):
-                lines.append(f"| **{network}** | " + " | ".join(row) + " |")
+                (mse, smse), (mae, smae) = row.mean_std("test", "mse"), row.mean_std("test", "mae")
+                pick = " (chosen)" if chosen(rows, lookback, h) == network else ""
+                cells.append(f"{mse:.4f}/{mae:.4f} +-{smse:.4f}/{smae:.4f} (n={len(row.runs)}){pick}")
+            if any(cells):
+                lines.append(f"| **{network}** | " + " | ".join(cells) + " |")
         for paper, figures in PUBLISHED[lookback].items():
             lines.append(f"| {paper} | " + " | ".join(fmt(figures.get(h)) for h in horizons) + " |")
-        lines.append("")
-        lines.append("| model | " + " | ".join(f"H={h}" for h in horizons) + " |")
+        lines += ["", "| model | " + " | ".join(f"H={h}" for h in horizons) + " |"]
         lines.append("|---|" + "---|" * len(horizons))
-        windows = []
-        for h in horizons:
-            counts = {r.windows for (lb, _, hh), r in results.items() if lb == lookback and hh == h}
-            windows.append(str(counts.pop()) if counts else "")
-        lines.append("| test windows (2881 - H) | " + " | ".join(windows) + " |")
+        lines.append(
+            "| test windows (2881 - H) | "
+            + " | ".join("" if first[h] is None else str(first[h]["test_windows"]) for h in horizons)
+            + " |"
+        )
         for network in NETWORKS:
-            row = []
+            cells = []
             for h in horizons:
-                result = results.get((lookback, network, h))
-                if result is None:
-                    row.append("")
+                row = mine.get((lookback, network, h))
+                if row is None:
+                    cells.append("")
                     continue
-                mae_c = statistics.mean(s[2] for s in result.scores)
-                coverage = f", 80% cov {statistics.mean(result.coverage):.1%}" if result.coverage else ""
-                row.append(f"{mae_c:.3f} degC, {statistics.mean(result.seconds):.0f} s{coverage}")
-            if any(row):
-                lines.append(f"| {network}: MAE degC, s/config | " + " | ".join(row) + " |")
+                selection = row.mean_std("selection", "mse")[0]
+                mae_c = row.mean_std("test", "mae_c")[0]
+                seconds = statistics.mean(r["seconds"] for r in row.runs)
+                covered = [r["coverage_80"] for r in row.runs if r["coverage_80"] is not None]
+                coverage = f", 80% cov {statistics.mean(covered):.1%}" if covered else ""
+                cells.append(f"sel. MSE {selection:.4f}; {mae_c:.3f} degC, {seconds:.0f} s{coverage}")
+            if any(cells):
+                lines.append(
+                    f"| {network}: selection MSE, test MAE degC, s/run | " + " | ".join(cells) + " |"
+                )
         naive_c = [
-            f"{baselines[(lookback, h)]['naive'][2]:.3f} degC" if (lookback, h) in baselines else ""
-            for h in horizons
+            "" if first[h] is None else f"{first[h]['test']['naive']['mae_c']:.3f} degC" for h in horizons
         ]
-        lines.append("| naive: MAE degC | " + " | ".join(naive_c) + " |")
-        lines.append("")
-    lines.append(f"Total wall time: {total_seconds / 60:.1f} min.")
+        lines += ["| naive: MAE degC | " + " | ".join(naive_c) + " |", ""]
+    hours = sum(r["seconds"] for r in runs) / 3600
+    lines.append(f"Training time of these runs: {hours:.1f} h in all.")
     return "\n".join(lines)
 
 

@@ -1,0 +1,61 @@
+"""The ETT tables are rendered from raw runs only, and the row marked chosen is picked on the
+selection window: a network that is best on test but not on selection is not chosen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import ett_benchmark  # noqa: E402
+
+
+def record(network: str, seed: int, selection_mse: float, test_mse: float, horizon: int = 24) -> dict:
+    def scores(mse: float) -> dict:
+        return {
+            "model": {"mse": mse, "mae": mse / 2, "mae_c": mse * 9},
+            "naive": {"mse": 0.1, "mae": 0.05, "mae_c": 0.9},
+            "seasonal_naive": {"mse": 0.2, "mae": 0.1, "mae_c": 1.8},
+        }
+
+    return {
+        "network": network,
+        "lookback": 96,
+        "horizon": horizon,
+        "seed": seed,
+        "commit": "abc1234",
+        "settings": {},
+        "std_c": 9.1765,
+        "seconds": 10.0,
+        "epochs": 3,
+        "test_windows": 2881 - horizon,
+        "test": scores(test_mse),
+        "selection": scores(selection_mse),
+        "coverage_80": 0.8,
+        "run_id": f"{network}-{seed}",
+    }
+
+
+def test_the_chosen_row_is_picked_on_selection_not_test(tmp_path):
+    runs = [
+        *(record("lstm", s, selection_mse=0.030, test_mse=0.060 + s / 1000) for s in range(3)),
+        *(record("gru", s, selection_mse=0.040, test_mse=0.050 + s / 1000) for s in range(3)),  # best test
+    ]
+    raw = tmp_path / "runs.jsonl"
+    raw.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    table = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/ett_benchmark.py"), "--render", "--results", str(raw)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    lstm = next(line for line in table.splitlines() if line.startswith("| **lstm**"))
+    gru = next(line for line in table.splitlines() if line.startswith("| **gru**"))
+    assert "(chosen)" in lstm and "(chosen)" not in gru
+    assert "0.0610/0.0305 +-0.0010/0.0005 (n=3)" in lstm  # mean +- sample std over the 3 seeds
+    assert "6 runs at commit(s) abc1234" in table
+
