@@ -79,6 +79,13 @@ class ModelConfig(StrictModel):
     dropout: float = Field(0.1, ge=0, lt=1)
     bidirectional: bool = False
     attention: Literal["none", "bahdanau"] = "bahdanau"
+    decoder: Literal["autoregressive", "direct"] = Field(
+        "autoregressive",
+        description="seq2seq: `autoregressive` steps through H feeding back its own prediction "
+        "(scheduled teacher forcing); `direct` steps over known-future inputs only (calendar, "
+        "horizon position), no feedback, all H steps in one fused recurrent call: faster to train "
+        "and serve, no exposure bias, teacher forcing ignored",
+    )
     level_norm: Literal["none", "last", "mean"] = Field(
         "last", description="forecast relative to the window's last value or mean (RevIN/NLinear)"
     )
@@ -99,12 +106,20 @@ class ModelConfig(StrictModel):
             raise ValueError("model.quantiles: distinct, increasing, each strictly between 0 and 1")
         return self
 
+    @model_validator(mode="after")
+    def _decoder_needs_seq2seq(self) -> ModelConfig:
+        if self.decoder != "autoregressive" and self.architecture != "seq2seq":
+            raise ValueError("model.decoder: only seq2seq has a decoder (set architecture: seq2seq)")
+        return self
+
     @property
     def family(self) -> str:
-        """Short readable name: ``lstm``, ``bi-gru``, ``seq2seq-gru-bahdanau``."""
+        """Short readable name: ``lstm``, ``bi-gru``, ``seq2seq-gru-bahdanau``,
+        ``seq2seq-direct-gru-bahdanau``."""
         cell = f"bi-{self.cell}" if self.bidirectional else self.cell
         if self.architecture == "seq2seq":
-            return f"seq2seq-{cell}-{self.attention}"
+            decoder = "direct-" if self.decoder == "direct" else ""
+            return f"seq2seq-{decoder}{cell}-{self.attention}"
         return cell
 
 

@@ -27,3 +27,21 @@ class BahdanauAttention(nn.Module):
         weights = torch.softmax(self.score(energy).squeeze(-1), dim=-1)  # (B, L), sums to 1
         context = torch.bmm(weights.unsqueeze(1), keys).squeeze(1)  # (B, K)
         return context, weights
+
+    def attend_all(
+        self,
+        queries: torch.Tensor,  # (B, H, Q): s_{t-1} for every decoder step t, known in advance
+        keys: torch.Tensor,  # (B, L, K): encoder states h_i
+        projected_keys: torch.Tensor,  # (B, L, A)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``forward`` for all H steps in one batched operation: same W, U, v, same numbers.
+
+        Usable when every query is known before any context is needed (the direct decoder, whose
+        states do not depend on the contexts); costs B*H*L*A memory instead of B*L*A per step,
+        so the tanh runs in place on the sum (autograd keeps only its output) to halve that.
+        """
+        projected_queries = self.query_projection(queries).unsqueeze(2)  # (B, H, 1, A)
+        energy = (projected_queries + projected_keys.unsqueeze(1)).tanh_()  # (B, H, L, A)
+        weights = torch.softmax(self.score(energy).squeeze(-1), dim=-1)  # (B, H, L), sums to 1 over L
+        contexts = torch.bmm(weights, keys)  # (B, H, K)
+        return contexts, weights

@@ -2,7 +2,9 @@
 
 Without attention the decoder sees one fixed context vector (the encoder's final state): the
 bottleneck the textbooks describe. With attention each decoder step scores every encoder state.
-The decoder feeds back its own previous output (teacher forcing may replace it during training).
+Two decoders: ``autoregressive`` feeds back its own previous output (teacher forcing may replace
+it during training), one step at a time; ``direct`` (``direct_decoder.py``) sees only known-future
+inputs, so it runs all H steps in one fused recurrent call and attends for all of them at once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from torch import nn
 
 from forecaster.models.attention import BahdanauAttention
 from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
+from forecaster.models.direct_decoder import DirectDecoder
 from forecaster.models.output import Forecast
 from forecaster.models.quantiles import median_of
 
@@ -46,6 +49,7 @@ class Seq2SeqForecaster(nn.Module):
         bidirectional: bool = False,
         attention: str = "bahdanau",
         quantiles: list[float] | None = None,
+        decoder: str = "autoregressive",
     ) -> None:
         super().__init__()
         self.horizon = horizon
@@ -60,9 +64,16 @@ class Seq2SeqForecaster(nn.Module):
         self.attention = (
             BahdanauAttention(hidden_size, context_size, hidden_size) if attention == "bahdanau" else None
         )
-        decoder_input = 1 + future_size + context_size  # previous y, calendar, context
-        self.decoder = recurrent_layer(cell, decoder_input, hidden_size, layers, dropout, False)
-        self.output = nn.Linear(hidden_size + context_size, max(1, len(self.quantiles)))
+        outputs = max(1, len(self.quantiles))
+        if decoder == "direct":  # its own RNN, position embedding and output layer
+            self.direct = DirectDecoder(
+                cell, horizon, future_size, hidden_size, layers, dropout, context_size, outputs
+            )
+        else:
+            self.direct = None
+            decoder_input = 1 + future_size + context_size  # previous y, calendar, context
+            self.decoder = recurrent_layer(cell, decoder_input, hidden_size, layers, dropout, False)
+            self.output = nn.Linear(hidden_size + context_size, outputs)
 
     def _initial_state(self, state: State) -> State:
         if self.is_lstm:
@@ -81,6 +92,29 @@ class Seq2SeqForecaster(nn.Module):
         fixed_context = last_layer(hidden_of(enc_state), self.layers, self.directions)  # (B, C)
         keys = self.attention.project_keys(encoded) if self.attention else None  # (B, L, A)
         state = self._initial_state(enc_state)  # (layers, B, hidden)
+        if self.direct is None:
+            return self._decode_stepwise(
+                past, future, target, teacher_forcing, encoded, fixed_context, keys, state
+            )
+        # target and teacher_forcing are ignored: nothing is fed back, so there is nothing to force
+        outputs, attention = self.direct(state, encoded, fixed_context, future, self.attention, keys)
+        if not self.quantiles:  # outputs (B, H, 1), attention (B, H, L) or None
+            return Forecast(mean=outputs.squeeze(-1), attention=attention)  # (B, H)
+        outputs = torch.sort(outputs, dim=-1).values  # (B, H, Q): quantiles never cross
+        return Forecast(mean=median_of(outputs, self.quantiles), attention=attention, quantiles=outputs)
+
+    def _decode_stepwise(
+        self,
+        past: torch.Tensor,  # (B, L, F)
+        future: torch.Tensor | None,  # (B, H, K)
+        target: torch.Tensor | None,  # (B, H)
+        teacher_forcing: float,
+        encoded: torch.Tensor,  # (B, L, C)
+        fixed_context: torch.Tensor,  # (B, C)
+        keys: torch.Tensor | None,  # (B, L, A)
+        state: State,  # (layers, B, hidden)
+    ) -> Forecast:
+        """The autoregressive decoder: one step at a time, each fed the previous prediction."""
         y_prev = past[:, -1, :1]  # (B, 1): last observed target
         steps, weights = [], []
         for t in range(self.horizon):

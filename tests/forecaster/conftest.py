@@ -14,6 +14,13 @@ NETWORKS = {
     "seq2seq-bi-attention": dict(
         architecture="seq2seq", cell="gru", attention="bahdanau", bidirectional=True
     ),
+    "seq2seq-direct": dict(architecture="seq2seq", decoder="direct", cell="gru", attention="none"),
+    "seq2seq-direct-bi-attention": dict(
+        architecture="seq2seq", decoder="direct", cell="lstm", attention="bahdanau", bidirectional=True
+    ),
+    "seq2seq-direct-attention-quantiles": dict(
+        architecture="seq2seq", decoder="direct", attention="bahdanau", quantiles=[0.1, 0.5, 0.9]
+    ),
     "lstm-segments": dict(cell="lstm", segment_length=4),
     "gru-highway": dict(cell="gru", highway=6),
     "lstm-quantiles": dict(cell="lstm", quantiles=[0.1, 0.5, 0.9]),

@@ -33,10 +33,11 @@ def test_output_shapes(model_config, calendar):
         assert out.attention is None
 
 
-def test_attention_weights_are_a_distribution_over_encoder_positions():
+@pytest.mark.parametrize("decoder", ["autoregressive", "direct"])
+def test_attention_weights_are_a_distribution_over_encoder_positions(decoder):
     from forecaster.config import ModelConfig
 
-    config = ModelConfig(architecture="seq2seq", attention="bahdanau", hidden_size=16)
+    config = ModelConfig(architecture="seq2seq", attention="bahdanau", hidden_size=16, decoder=decoder)
     out = build_network(config, F, K, H)(*batch()[:2])
     assert (out.attention >= 0).all()
     torch.testing.assert_close(out.attention.sum(-1), torch.ones(B, H))
@@ -111,6 +112,103 @@ def test_teacher_forcing_changes_training_output_only_for_seq2seq():
     forced = network(past, None, target, teacher_forcing=1.0).mean
     assert torch.equal(free[:, 0], forced[:, 0])  # step 1 has no previous prediction to replace
     assert not torch.allclose(free[:, 1:], forced[:, 1:])
+
+
+def direct_seq2seq(attention: str = "bahdanau", **extra):
+    """The bare direct-decoder Seq2SeqForecaster (no level normalisation around it)."""
+    from forecaster.config import ModelConfig
+
+    config = ModelConfig(
+        architecture="seq2seq",
+        decoder="direct",
+        attention=attention,
+        hidden_size=16,
+        dropout=0.0,
+        level_norm="none",
+        **extra,
+    )
+    torch.manual_seed(0)
+    return build_network(config, F, K, H).network
+
+
+@pytest.mark.parametrize("attention", ["none", "bahdanau"])
+def test_the_direct_decoder_feeds_nothing_back(attention):
+    network = direct_seq2seq(attention).train()
+    past, future, target = batch()
+    free = network(past, future)
+    forced = network(past, future, target, teacher_forcing=1.0)
+    other_truth = network(past, future, target + 100.0, teacher_forcing=1.0)
+    for out in (forced, other_truth):
+        torch.testing.assert_close(out.mean, free.mean, rtol=0, atol=0)  # every step, not just t=0
+    # causal over the horizon: step t never sees the calendar of later steps
+    later = future.clone()
+    later[:, 3:] += 5.0
+    changed = network(past, later).mean
+    torch.testing.assert_close(changed[:, :3], free.mean[:, :3], rtol=0, atol=0)
+    assert not torch.allclose(changed[:, 3:], free.mean[:, 3:])
+
+
+def test_the_direct_decoder_runs_its_rnn_once_over_the_horizon():
+    network = direct_seq2seq()
+    calls = []
+    network.direct.rnn.register_forward_hook(lambda m, inputs, out: calls.append(inputs[0].shape))
+    network(*batch()[:2])
+    assert calls == [torch.Size([B, H, K + 16])]  # calendar + position embedding, no previous y
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_batched_attention_equals_the_step_by_step_computation(cell):
+    network = direct_seq2seq(cell=cell, layers=2)
+    seen = {}
+    network.encoder.register_forward_hook(lambda m, inputs, out: seen.update(encoded=out[0]))
+    network.direct.rnn.register_forward_hook(
+        lambda m, inputs, out: seen.update(initial=inputs[1], states=out[0])
+    )
+    past, future, _ = batch()
+    out = network(past, future)
+    encoded, states = seen["encoded"], seen["states"]  # (B, L, C), (B, H, hidden)
+    initial = seen["initial"][0] if cell == "lstm" else seen["initial"]  # (layers, B, hidden)
+    keys = network.attention.project_keys(encoded)
+    for t in range(H):
+        query = initial[-1] if t == 0 else states[:, t - 1]  # s_{t-1}, as the stepwise decoder
+        context, alpha = network.attention(query, encoded, keys)  # (B, C), (B, L)
+        y = network.direct.output(torch.cat([states[:, t], context], dim=-1)).squeeze(-1)  # (B,)
+        torch.testing.assert_close(out.attention[:, t], alpha)
+        torch.testing.assert_close(out.mean[:, t], y)
+
+
+def test_batched_attention_matches_the_module_on_arbitrary_queries():
+    from forecaster.models.attention import BahdanauAttention
+
+    torch.manual_seed(0)
+    attention = BahdanauAttention(query_size=6, key_size=10, attention_size=7)
+    queries, keys = torch.randn(B, H, 6), torch.randn(B, L, 10)
+    projected = attention.project_keys(keys)
+    contexts, weights = attention.attend_all(queries, keys, projected)
+    assert contexts.shape == (B, H, 10) and weights.shape == (B, H, L)
+    for t in range(H):
+        context, alpha = attention(queries[:, t], keys, projected)
+        torch.testing.assert_close(weights[:, t], alpha)
+        torch.testing.assert_close(contexts[:, t], context)
+
+
+def test_the_direct_decoder_without_attention_uses_the_fixed_context_at_every_step():
+    network = direct_seq2seq("none")
+    seen = {}
+    network.direct.output.register_forward_hook(lambda m, inputs, out: seen.update(x=inputs[0]))
+    out = network(*batch()[:2])
+    assert out.attention is None
+    contexts = seen["x"][..., 16:]  # (B, H, C) after the decoder state
+    torch.testing.assert_close(contexts, contexts[:, :1].expand_as(contexts), rtol=0, atol=0)
+
+
+def test_decoder_choice_is_for_seq2seq_only():
+    from forecaster.config import ModelConfig
+
+    with pytest.raises(ValueError, match="model.decoder: only seq2seq"):
+        ModelConfig(architecture="many_to_one", decoder="direct")
+    assert ModelConfig(architecture="seq2seq", decoder="direct").family == "seq2seq-direct-lstm-bahdanau"
+    assert ModelConfig(architecture="seq2seq").family == "seq2seq-lstm-bahdanau"
 
 
 @pytest.mark.parametrize("name", [n for n in NETWORKS if "quantiles" in n])
