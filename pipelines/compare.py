@@ -47,10 +47,10 @@ def compare_runs(experiment: str, limit: int = 50) -> pd.DataFrame:
         max_results=limit,
     )
     if runs.empty:
-        return pd.DataFrame(columns=[*COLUMNS.values(), "seconds", "registered", "status", "run id"])
+        return pd.DataFrame(columns=[*COLUMNS.values(), "seconds", "version", "status", "run id"])
     view = pd.DataFrame({label: runs.get(column) for column, label in COLUMNS.items()})
     view["seconds"] = (runs["end_time"] - runs["start_time"]).dt.total_seconds()
-    view["registered"] = [registered_as(run_id) for run_id in runs["run_id"]]
+    view["version"] = [registered_as(run_id) for run_id in runs["run_id"]]
     view["status"] = runs["status"]
     view["run id"] = runs["run_id"].str[:8]
     return view.sort_values(ORDER_BY, na_position="last", kind="stable").reset_index(drop=True)
