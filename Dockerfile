@@ -17,13 +17,13 @@ RUN apt-get update \
     && useradd --create-home --uid 10001 forecaster
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY forecaster ./forecaster
 COPY pipelines ./pipelines
 COPY service ./service
 COPY data ./data
 RUN pip install --index-url "${TORCH_INDEX_URL}" --extra-index-url https://pypi.org/simple torch==2.13.0 \
-    && pip install ".[s3]" \
+    && pip install -c requirements.lock ".[s3]" \
     && chown -R forecaster:forecaster /app
 
 USER forecaster

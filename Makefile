@@ -4,13 +4,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test lint format bench clean lock
 
-$(STAMP): pyproject.toml
+# Installs are constrained by requirements.lock (every dependency pinned), so a release of any of
+# them cannot change what a fresh clone gets; `make lock` regenerates it after pyproject.toml changes.
+$(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
+
+# The full dependency set of pyproject.toml (with the dev and s3 extras), resolved by pip-tools.
+# torch's local build label (+cpu) is dropped so the same pin constrains CPU and CUDA builds.
+lock: $(STAMP)
+	$(BIN)/pip-compile --quiet --extra dev --extra s3 --strip-extras --no-emit-index-url \
+		--no-emit-find-links --upgrade -o requirements.lock pyproject.toml
+	sed -i -E 's/^(torch==[0-9.]+)\+[a-z0-9]+/\1/' requirements.lock
 
 demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipelines.demo
