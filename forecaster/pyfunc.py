@@ -31,11 +31,16 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
     def predict(
         self,
         context: mlflow.pyfunc.PythonModelContext,
-        model_input,
+        model_input: np.ndarray,
         params: dict[str, Any] | None = None,
-    ):
+    ) -> np.ndarray | dict[str, np.ndarray]:
         """(N, H) forecasts; with ``params={"intervals": True}`` a dict: ``forecast`` and one
-        (N, H) array per quantile level ("0.1", "0.9", ...) where the model has intervals."""
+        (N, H) array per quantile level ("0.1", "0.9", ...) where the model has intervals.
+
+        ``model_input`` is annotated ``np.ndarray``, one of the hints MLflow accepts without
+        inferring a schema from it: the logged signature (``signature_for``) stays the contract,
+        and MLflow stops warning that ``predict`` has no type hints. Calendar models receive a
+        dict of arrays (``values``, ``timestamps``) as the signature says; a DataFrame also works."""
         values, timestamps = _split_input(model_input)
         prediction = self.predictor.predict(values, timestamps)
         if not (params or {}).get("intervals"):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint
+from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint, ProgressBar
 from pytorch_lightning.loggers import Logger
 
 from forecaster.config import ForecastConfig
@@ -91,7 +91,9 @@ def train_model(
                 *(callbacks or []),
             ],
             limit_train_batches=config.train.limit_train_batches,
-            enable_progress_bar=config.train.progress_bar,
+            # a caller's own ProgressBar callback replaces Lightning's default bar
+            enable_progress_bar=config.train.progress_bar
+            or any(isinstance(c, ProgressBar) for c in callbacks or []),
             enable_model_summary=False,
             default_root_dir=checkpoint_dir,
             log_every_n_steps=1,

@@ -4,6 +4,8 @@ on block k. Each fold is a nested MLflow run; the parent holds the spread."""
 
 from __future__ import annotations
 
+import time
+
 import mlflow
 import numpy as np
 
@@ -39,7 +41,21 @@ def fold_splits(index, split: SplitConfig, folds: int) -> list[SplitConfig]:
     return splits
 
 
-def run_backtest(config: RunConfig, folds: int, tracking_uri: str) -> dict[str, object]:
+def fold_line(
+    k: int, folds: int, split: SplitConfig, metrics: dict[str, dict[str, float]], seconds: float
+) -> str:
+    """One line per finished fold, e.g. ``fold 2/3  test 1989-05-01 .. 1990-01-01  MAE 1.7310
+    (naive 2.0410, skill +0.152)  8.1 s``."""
+    model, naive = metrics["model"]["mae"], metrics["naive"]["mae"]
+    end = split.end.date() if split.end else "end"
+    return (
+        f"fold {k}/{folds}  test {split.test_start.date()} .. {end}  MAE {model:.4f} "
+        f"(naive {naive:.4f}, skill {1 - model / naive:+.3f})  {seconds:.1f} s"
+    )
+
+
+def run_backtest(config: RunConfig, folds: int, tracking_uri: str, quiet: bool = False) -> dict[str, object]:
+    """Unless ``quiet``, prints one line per fold as it finishes."""
     base = config.forecast_config()
     series = load_from_config(base.data)
     splits = fold_splits(series.frame.index, base.split, folds)
@@ -51,7 +67,7 @@ def run_backtest(config: RunConfig, folds: int, tracking_uri: str) -> dict[str, 
     with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as parent:
         mlflow.log_param("backtest.folds", folds)
         for k, split in enumerate(splits, start=1):
-            console.print(f"fold {k}/{folds}: test from {split.test_start} to {split.end or 'the end'}")
+            started = time.perf_counter()
             fold_config = base.model_copy(update={"split": split})
             prepared = prepare_series(series, fold_config)
             with mlflow.start_run(
@@ -65,6 +81,8 @@ def run_backtest(config: RunConfig, folds: int, tracking_uri: str) -> dict[str, 
                 trained = train_model(fold_config, prepared)
                 result = evaluate(trained.predictor, prepared, "test")
                 per_fold.append(result.metrics)
+                if not quiet:
+                    console.print(fold_line(k, folds, split, result.metrics, time.perf_counter() - started))
                 mlflow.log_params({"fold": k, "test_start": str(split.test_start)})
                 mlflow.log_metrics(
                     {

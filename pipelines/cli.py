@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -33,6 +32,8 @@ TrackingUri = Annotated[
     ),
 ]
 
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines while it runs")]
+
 
 def quiet_libraries() -> None:
     """Keep the terminal for what the user asked; libraries' tips and deprecations go away."""
@@ -40,12 +41,8 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
-    warnings.filterwarnings("ignore", message=".*type hint.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
     warnings.filterwarnings("ignore", message=".*dataset source can be interpreted.*")
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name in ("alembic", "pytorch_lightning", "lightning.pytorch", "lightning_fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)
     for name in ("mlflow", "mlflow.pyfunc", "mlflow.models"):
@@ -57,8 +54,6 @@ def user_errors(command):
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from mlflow.exceptions import MlflowException
-
         from forecaster.errors import ForecasterError
         from pipelines.console import errors
 
@@ -67,7 +62,11 @@ def user_errors(command):
             return command(*args, **kwargs)
         except ForecasterError as exc:
             errors.print(f"error: {exc}", markup=False)
-        except MlflowException as exc:
+        except Exception as exc:
+            # an MlflowException needs mlflow imported: no import (seconds) just to catch one
+            mlflow_errors = sys.modules.get("mlflow.exceptions")
+            if mlflow_errors is None or not isinstance(exc, mlflow_errors.MlflowException):
+                raise
             errors.print(f"error: MLflow: {exc.message}", markup=False)
         except KeyboardInterrupt:
             errors.print("interrupted", markup=False)
@@ -86,7 +85,9 @@ def data_settings(
 
     settings: dict[str, Any] = {}
     if data is not None:
-        if data not in DATASETS and not Path(data).suffix and not Path(data).exists():
+        if data not in DATASETS and not Path(data).exists():
+            if Path(data).suffix:  # meant as a file: say so before asking for its columns
+                raise DataError(f"{data}: file not found")  # as the loader words it
             known = ", ".join(sorted(DATASETS))
             raise DataError(f"{data!r} is neither a bundled dataset ({known}) nor an existing file")
         settings["dataset" if data in DATASETS else "path"] = data
@@ -157,20 +158,22 @@ def train(
     strategy: Annotated[str | None, typer.Option(help="Lightning strategy, e.g. ddp")] = None,
     accelerator: Annotated[str | None, typer.Option(help="cpu, gpu or auto")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line")] = False,
+    quiet: Quiet = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Train one model, evaluate it against the baselines, log it to MLflow, optionally register."""
     from forecaster.errors import ConfigError
     from pipelines.config import apply_override, read_yaml, validate
-    from pipelines.console import console, metrics_table
-    from pipelines.tracking import resolve_tracking_uri
-    from pipelines.train import run_training
 
     settings = read_yaml(config) if config else {}
     merge(settings, "data", data_settings(data, time_column, target, features))
     merge(settings, "model", model_settings(model, cell, bidirectional, attention))
     merge(settings, "split", split_settings(split))
-    merge(settings, "window", {k: v for k, v in {"lookback": lookback, "horizon": horizon}.items() if v})
+    merge(
+        settings,
+        "window",
+        {k: v for k, v in {"lookback": lookback, "horizon": horizon}.items() if v is not None},
+    )
     train_values = {
         "epochs": epochs,
         "num_nodes": num_nodes,
@@ -192,7 +195,12 @@ def train(
     if "data" not in settings:
         raise ConfigError("give --config FILE or --data DATASET_OR_PATH (see `forecast train --help`)")
     run_config = validate(settings, source=config or "settings")
-    outcome = run_training(run_config, resolve_tracking_uri(tracking_uri))
+    # the heavy imports (torch, Lightning, MLflow) only once the settings are known to be good
+    from pipelines.console import console, metrics_table
+    from pipelines.tracking import resolve_tracking_uri
+    from pipelines.train import run_training
+
+    outcome = run_training(run_config, resolve_tracking_uri(tracking_uri), quiet=quiet)
     if outcome is None:  # a DDP worker: rank zero reports
         return
     metrics_table(
@@ -235,6 +243,8 @@ def evaluate(
 
     uri = connect(resolve_tracking_uri(tracking_uri))
     result = run_evaluation(model_uri, data_settings(data, time_column, target, None), experiment, uri)
+    if result["resolved"]:
+        print(result["resolved"])  # models:/NAME@ALIAS -> version 3 (run abc12345)
     metrics_table(
         f"{model_uri} on {result['dataset']}: test split, {result['windows']} windows", result["metrics"]
     )
@@ -249,6 +259,7 @@ def backtest(
     folds: Annotated[int, typer.Option(min=2, help="rolling origins")] = 3,
     overrides: Annotated[list[str] | None, typer.Option("--set")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    quiet: Quiet = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Rolling-origin evaluation: K folds, each a nested MLflow run, with the spread of errors."""
@@ -257,7 +268,7 @@ def backtest(
     from pipelines.tracking import connect, resolve_tracking_uri
 
     run_config = load_run_config(config, overrides)
-    result = run_backtest(run_config, folds, connect(resolve_tracking_uri(tracking_uri)))
+    result = run_backtest(run_config, folds, connect(resolve_tracking_uri(tracking_uri)), quiet=quiet)
     if as_json:
         print(json.dumps(result))
 
@@ -272,6 +283,7 @@ def sweep(
     study: Annotated[str | None, typer.Option(help="study name (resumed if it exists in --storage)")] = None,
     register: Annotated[str | None, typer.Option(help="register the re-trained best model")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    quiet: Quiet = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Hyperparameter search with Optuna; each trial a nested MLflow run; best re-trained."""
@@ -284,7 +296,9 @@ def sweep(
         run_config.tracking.registered_model = register
     if as_json:
         run_config.train.progress_bar = False
-    result = run_sweep(run_config, trials, connect(resolve_tracking_uri(tracking_uri)), storage, study)
+    result = run_sweep(
+        run_config, trials, connect(resolve_tracking_uri(tracking_uri)), storage, study, quiet=quiet
+    )
     best = result.best_run
     print(f"best val MAE {result.best_value:.4f} with {result.best_params}")
     if best is not None:
@@ -418,9 +432,15 @@ def ui(
         "127.0.0.1",
         "--port",
         str(port),
+        "--workers",
+        "1",  # one person browsing: mlflow's default is 4 uvicorn workers
     ]
-    print(f"MLflow UI for {uri} at http://127.0.0.1:{port} (Ctrl-C to stop)")
-    raise typer.Exit(subprocess.call(command))
+    # and no job-execution runner (huey consumers): nothing here submits MLflow server jobs
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    print(f"MLflow UI for {uri} at http://127.0.0.1:{port} (Ctrl-C to stop)", flush=True)
+    # become `mlflow ui`: SIGTERM/Ctrl-C reach it directly and it forwards them to its server,
+    # so stopping `forecast ui` stops everything it started
+    os.execvpe(command[0], command, env)
 
 
 @app.command()

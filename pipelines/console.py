@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from forecaster.evaluation import MODEL
-
 console = Console(highlight=False, width=None if Console().is_terminal else 160)
 errors = Console(stderr=True, highlight=False, width=None if Console().is_terminal else 160)
 SHORT_NAMES = {"directional_accuracy": "dir. accuracy"}
@@ -35,6 +33,8 @@ def fmt(value: object) -> str:
 
 def metrics_table(title: str, metrics: dict[str, dict[str, float]]) -> None:
     """One row per forecaster (model first, then baselines)."""
+    from forecaster.evaluation import MODEL  # imports torch: not for `--help` or a one-line error
+
     names = [MODEL] + [n for n in metrics if n != MODEL]
     columns = list(next(iter(metrics.values())))
     rows = [[name, *(metrics[name][c] for c in columns)] for name in names]

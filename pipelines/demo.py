@@ -13,6 +13,8 @@ EXPERIMENT = "demo"
 
 
 def main() -> None:
+    import mlflow
+
     from pipelines.cli import app
 
     started = time.perf_counter()
@@ -21,10 +23,16 @@ def main() -> None:
         app(["train", "--config", str(CONFIGS / config), "--register", MODEL_NAME], standalone_mode=False)
     print(f"\n== forecast compare --experiment {EXPERIMENT}")
     app(["compare", "--experiment", EXPERIMENT], standalone_mode=False)
+    experiment = mlflow.get_experiment_by_name(EXPERIMENT)
+    runs_page = (
+        "http://127.0.0.1:5000"
+        if experiment is None
+        else f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+    )
     print(
         f"\nDemo finished in {time.perf_counter() - started:.0f} s. The better model holds "
         f"models:/{MODEL_NAME}@champion.\n"
-        "  Look at the runs:   .venv/bin/forecast ui        (then open http://127.0.0.1:5000)\n"
+        f"  Look at the runs:   .venv/bin/forecast ui        (then open {runs_page})\n"
         f"  Serve the champion: .venv/bin/forecast serve --model-uri models:/{MODEL_NAME}@champion\n"
         "  Ask for a forecast: see README.md, 'Serve the champion'"
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import mlflow
+from mlflow.exceptions import MlflowException
 
 from forecaster.config import DataConfig, ForecastConfig
 from forecaster.data.datamodule import prepare_series
@@ -14,7 +16,7 @@ from forecaster.errors import ConfigError
 from forecaster.evaluation import evaluate
 from forecaster.predictor import Predictor
 from pipelines.logging_run import log_evaluation
-from pipelines.registry import load_predictor
+from pipelines.registry import RegistryError, load_predictor
 from pipelines.tracking import ensure_experiment
 
 
@@ -39,10 +41,50 @@ def config_with_data(predictor: Predictor, data: DataConfig) -> ForecastConfig:
     return predictor.config.model_copy(update={"data": data})
 
 
+@dataclass
+class ResolvedModel:
+    """What a ``models:/NAME@ALIAS`` or ``models:/NAME/VERSION`` URI points at right now."""
+
+    uri: str  # as given
+    name: str
+    version: str
+    run_id: str | None
+
+    @property
+    def pinned_uri(self) -> str:
+        """The version itself, so an alias moving mid-evaluation cannot change what is scored."""
+        return f"models:/{self.name}/{self.version}"
+
+    def describe(self) -> str:
+        run = f" (run {self.run_id[:8]})" if self.run_id else ""
+        return f"{self.uri} -> version {self.version}{run}"
+
+
+def resolve_model_uri(model_uri: str) -> ResolvedModel | None:
+    """The registered version behind an alias or version URI; None for other URIs (runs:/...)."""
+    if not model_uri.startswith("models:/"):
+        return None
+    rest = model_uri.removeprefix("models:/")
+    client = mlflow.MlflowClient()
+    try:
+        if "@" in rest:
+            name, alias = rest.split("@", 1)
+            version = client.get_model_version_by_alias(name, alias)
+        elif rest.count("/") == 1 and rest.rsplit("/", 1)[1].isdigit():
+            name, number = rest.rsplit("/", 1)
+            version = client.get_model_version(name, number)
+        else:
+            return None  # models:/m-... (a logged model, not a registered version)
+    except MlflowException as exc:
+        raise RegistryError(f"cannot resolve {model_uri}: {exc.message}") from None
+    return ResolvedModel(model_uri, version.name, str(version.version), version.run_id)
+
+
 def run_evaluation(
     model_uri: str, overrides: dict[str, Any], experiment: str, tracking_uri: str
 ) -> dict[str, Any]:
-    predictor = load_predictor(model_uri)
+    resolved = resolve_model_uri(model_uri)
+    predictor = load_predictor(resolved.pinned_uri if resolved else model_uri)
     config = config_with_data(predictor, data_config_for(predictor, overrides))
     prepared = prepare_series(load_from_config(config.data), config)
     test, val, selection = (evaluate(predictor, prepared, split) for split in ("test", "val", "selection"))
@@ -53,7 +95,16 @@ def run_evaluation(
         "model_uri": model_uri,
         "dataset": name,
         "model.family": config.model.family,
+        **({"model_version": resolved.version} if resolved else {}),
     }
     with mlflow.start_run(experiment_id=experiment_id, run_name=f"evaluate {model_uri}", tags=tags) as run:
         log_evaluation(test, val, selection, f"{model_uri} on {name}")
-    return {"run_id": run.info.run_id, "dataset": name, "windows": test.windows, "metrics": test.metrics}
+    return {
+        "run_id": run.info.run_id,
+        "dataset": name,
+        "windows": test.windows,
+        "metrics": test.metrics,
+        "model_version": resolved.version if resolved else None,
+        "model_run_id": resolved.run_id if resolved else None,
+        "resolved": resolved.describe() if resolved else None,
+    }

@@ -74,20 +74,34 @@ def metric_dict(evaluation: Evaluation, name: str, prefix: str) -> dict[str, flo
     return {f"{prefix}_{metric}": value for metric, value in evaluation.metrics[name].items()}
 
 
-def log_evaluation(test: Evaluation, val: Evaluation, selection: Evaluation, title: str) -> None:
+def headline_metrics(test: Evaluation, selection: Evaluation) -> dict[str, float]:
+    """What a run is compared on: MAE on selection (what models are chosen by) and on test (only
+    reported), for the model and each baseline on the very same windows, plus test skill."""
+    metrics = {"selection_mae": selection.metrics[MODEL]["mae"], "test_mae": test.metrics[MODEL]["mae"]}
+    for baseline in test.metrics:
+        if baseline != MODEL:
+            metrics[f"{baseline}_selection_mae"] = selection.metrics[baseline]["mae"]
+            metrics[f"{baseline}_test_mae"] = test.metrics[baseline]["mae"]
+            metrics[f"test_skill_vs_{baseline}"] = test.skill("mae", baseline)
+    return metrics
+
+
+def log_evaluation(
+    test: Evaluation, val: Evaluation, selection: Evaluation, title: str, model_id: str | None = None
+) -> None:
     """Model metrics as ``test_mae``, ``selection_mae`` (what models are chosen by) etc.; each
     baseline as ``naive_test_mae`` here and, in a nested run of its own, under the very same names
-    as the model so they line up in the UI."""
+    as the model so they line up in the UI. The headline figures are linked to the logged model
+    ``model_id`` (the experiment's Models tab tabulates them), the comparison goes to the run's
+    description and to ``comparison.csv``. Selection is scored by MAE only (what decides)."""
+    headline = headline_metrics(test, selection)
     metrics = {
         **metric_dict(test, MODEL, "test"),
         **metric_dict(val, MODEL, "best_val"),
-        **metric_dict(selection, MODEL, "selection"),
     }
     for baseline in test.metrics:
         if baseline != MODEL:
             metrics.update(metric_dict(test, baseline, f"{baseline}_test"))
-            metrics.update(metric_dict(selection, baseline, f"{baseline}_selection"))
-            metrics[f"test_skill_vs_{baseline}"] = test.skill("mae", baseline)
             metrics[f"selection_skill_vs_{baseline}"] = selection.skill("mae", baseline)
     metrics["test_windows"] = test.windows
     for level, result in test.intervals.items():
@@ -96,7 +110,8 @@ def log_evaluation(test: Evaluation, val: Evaluation, selection: Evaluation, tit
         metrics[f"test_interval_width_{percent}"] = result["width"]
         for h, share in enumerate(result["coverage_by_step"], start=1):
             mlflow.log_metric(f"test_coverage_{percent}_by_step", float(share), step=h)
-    mlflow.log_metrics(metrics)
+    mlflow.log_metrics({k: v for k, v in metrics.items() if k not in headline})
+    mlflow.log_metrics(headline, model_id=model_id)
     for h, error in enumerate(test.per_step_mae[MODEL], start=1):
         mlflow.log_metric("test_mae_by_step", float(error), step=h)
     mlflow.log_dict(
@@ -106,11 +121,39 @@ def log_evaluation(test: Evaluation, val: Evaluation, selection: Evaluation, tit
         },
         "evaluation/test_metrics.json",
     )
+    mlflow.log_text(comparison_csv(test, selection), "comparison.csv")
+    mlflow.set_tag("mlflow.note.content", run_description(title, test, selection))
     log_figure(plots.forecast_vs_actual(test, f"{title}: test forecasts"), "plots/forecast_vs_actual.png")
     log_figure(plots.error_by_step(test, f"{title}: test MAE by horizon step"), "plots/error_by_step.png")
     heatmap = plots.attention_heatmaps(test, f"{title}: attention weights on test windows")
     if heatmap is not None:
         log_figure(heatmap, "plots/attention.png")
+
+
+def comparison_csv(test: Evaluation, selection: Evaluation) -> str:
+    """One row per forecaster (the model first, then the baselines on the same windows)."""
+    names = sorted(test.metrics[MODEL])
+    lines = [",".join(["forecaster", "selection_mae", *(f"test_{m}" for m in names)])]
+    for forecaster, values in test.metrics.items():
+        row = [forecaster, f"{selection.metrics[forecaster]['mae']:.4f}"]
+        lines.append(",".join(row + [f"{values[m]:.4f}" for m in names]))
+    return "\n".join(lines) + "\n"
+
+
+def run_description(title: str, test: Evaluation, selection: Evaluation) -> str:
+    """The run's description (Markdown, shown on its Overview tab): the headline figures."""
+
+    def versus(evaluation: Evaluation) -> str:
+        model = evaluation.metrics[MODEL]["mae"]
+        named = ((n.replace("_", " "), m["mae"]) for n, m in evaluation.metrics.items() if n != MODEL)
+        others = ", ".join(f"{name} {mae:.4f}" for name, mae in named)
+        return f"**{model:.4f}** vs {others}"
+
+    return (
+        f"{title}: selection MAE {versus(selection)} (models are chosen on selection); "
+        f"test MAE {versus(test)}, skill vs naive {test.skill('mae', 'naive'):.1%} "
+        f"over {test.windows} test windows. Baselines: the nested runs and comparison.csv."
+    )
 
 
 def log_baseline_runs(
@@ -125,7 +168,7 @@ def log_baseline_runs(
                 {
                     **metric_dict(test, baseline, "test"),
                     **metric_dict(val, baseline, "best_val"),
-                    **metric_dict(selection, baseline, "selection"),
+                    "selection_mae": selection.metrics[baseline]["mae"],
                 }
             )
             for h, error in enumerate(test.per_step_mae[baseline], start=1):

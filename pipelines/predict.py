@@ -1,15 +1,20 @@
-"""`forecast predict`: the next H steps after the end of a series, offline."""
+"""`forecast predict`: the next H steps after the end of a series, offline: the forecast and,
+where the model has prediction intervals, one column per quantile level (e.g. ``temp_q0.1`` and
+``temp_q0.9`` bound the 80% interval), all rounded to 6 significant digits."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from forecaster.data.source import load_from_config
 from forecaster.errors import DataError
 from pipelines.evaluate import data_config_for
 from pipelines.registry import load_predictor
+
+SIGNIFICANT_DIGITS = 6
 
 
 def forecast_next(model_uri: str, overrides: dict[str, Any]) -> pd.DataFrame:
@@ -21,9 +26,17 @@ def forecast_next(model_uri: str, overrides: dict[str, Any]) -> pd.DataFrame:
         raise DataError(f"{series.source}: {len(frame)} rows, the model needs the last {predictor.lookback}")
     recent = frame.iloc[-predictor.lookback :]
     prediction = predictor.predict(recent.to_numpy()[None], recent.index.values[None])
-    return pd.DataFrame(
-        {
-            frame.index.name or "time": prediction.future_times[0],
-            f"{series.target}_forecast": prediction.mean[0],
-        }
-    )
+    columns = {
+        frame.index.name or "time": prediction.future_times[0],
+        f"{series.target}_forecast": significant(prediction.mean[0]),
+    }
+    for level, values in sorted(prediction.quantiles.items()):  # the model's interval bounds
+        columns[f"{series.target}_q{level:g}"] = significant(values[0])
+    return pd.DataFrame(columns)
+
+
+def significant(values: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> np.ndarray:
+    """Round to ``digits`` significant digits: the network computes in float32 (about 7
+    significant digits), so anything printed beyond 6 is noise, not precision; significant
+    rather than fixed decimals because targets range from 0.001 to 1e6."""
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=np.float64)])

@@ -186,9 +186,36 @@ def register(
         client.create_registered_model(
             name, description="Recurrent forecaster registered by `forecast train`."
         )
-    version = mlflow.register_model(model_uri, name, tags=tags)
-    client.update_model_version(name, version.version, description=description)
-    return version
+    # create_model_version, not mlflow.register_model: that one prints "Registered model 'X'
+    # already exists. Creating a new version..." to stderr even for the name just created here
+    source, run_id, model_id = _model_source(client, model_uri)
+    return client.create_model_version(
+        name, source, run_id=run_id, tags=tags, description=description, model_id=model_id
+    )
+
+
+def _model_source(client: mlflow.MlflowClient, model_uri: str) -> tuple[str, str | None, str | None]:
+    """(source, run id, logged-model id) for ``models:/m-...`` (what ``log_model`` returns) or
+    ``runs:/RUN_ID/NAME``, resolved as ``mlflow.register_model`` does."""
+    if model_uri.startswith("runs:/"):
+        run_id, _, artifact_path = model_uri.removeprefix("runs:/").partition("/")
+        run = client.get_run(run_id)
+        logged = [
+            m
+            for m in client.search_logged_models(
+                experiment_ids=[run.info.experiment_id], filter_string=f"name = '{artifact_path}'"
+            )
+            if m.source_run_id == run_id
+        ]
+        if not logged:
+            raise RegistryError(f"run {run_id} has no logged model named {artifact_path!r}")
+        steps = {o.model_id: o.step for o in (run.outputs.model_outputs if run.outputs else [])}
+        model_id = max(logged, key=lambda m: steps.get(m.model_id, 0)).model_id
+        return f"models:/{model_id}", run_id, model_id
+    candidate = model_uri.removeprefix("models:/")
+    if model_uri.startswith("models:/") and candidate.startswith("m-") and "/" not in candidate:
+        return model_uri, client.get_logged_model(candidate).source_run_id, candidate
+    return model_uri, None, None
 
 
 def register_run(run_id: str, name: str) -> str:

@@ -6,6 +6,7 @@ URL (sqlite:///optuna.db, postgresql://...) several machines can work on one stu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +89,25 @@ class SweepResult:
         }
 
 
+def trial_line(
+    study: optuna.Study, trial: optuna.trial.FrozenTrial, finished: int, trials: int, seconds: float
+) -> str:
+    """One line per finished trial, e.g. ``trial 3 [4/20]  val MAE 0.4123 (gru, L=14)  best 0.3981
+    (trial 1)  4.2 s``; pruned trials say why."""
+    if trial.state == optuna.trial.TrialState.COMPLETE:
+        attrs = trial.user_attrs
+        what = f"val MAE {trial.value:.4f} ({attrs.get('family', '?')}, L={attrs.get('lookback', '?')})"
+    else:
+        what = trial.state.name.lower()
+        if trial.state == optuna.trial.TrialState.PRUNED and trial.user_attrs.get("pruned"):
+            what += f" ({trial.user_attrs['pruned']})"
+    try:
+        best = f"best {study.best_value:.4f} (trial {study.best_trial.number})"
+    except ValueError:  # no completed trial yet
+        best = "best -"
+    return f"trial {trial.number} [{finished}/{trials}]  {what}  {best}  {seconds:.1f} s"
+
+
 def run_sweep(
     base: RunConfig,
     trials: int,
@@ -95,7 +115,11 @@ def run_sweep(
     storage: str | None = None,
     study_name: str | None = None,
     retrain_best: bool = True,
+    quiet: bool = False,
 ) -> SweepResult:
+    """Unless ``quiet``, prints one line per finished trial (with the best so far) and the
+    re-trained best model's epochs."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # our own line per trial says it
     forecast_base = base.forecast_config()
     series = load_from_config(forecast_base.data)  # once: every trial sees the same data
     study_name = study_name or f"sweep-{default_run_name(base)}"
@@ -128,20 +152,30 @@ def run_sweep(
                 trained = train_model(forecast_config, prepared, callbacks=[OptunaPruning(trial)])
             except (optuna.TrialPruned, ConfigError) as exc:
                 mlflow.set_tag("pruned", str(exc))
+                trial.set_user_attr("pruned", str(exc))
                 mlflow.end_run(status="KILLED")
                 raise optuna.TrialPruned(str(exc)) from None
             validation = evaluate(trained.predictor, prepared, "val")
             value = validation.metrics["model"]["mae"]
             mlflow.log_metrics({"best_val_mae": value, "naive_val_mae": validation.metrics["naive"]["mae"]})
             trial.set_user_attr("run_id", run.info.run_id)
-        console.print(
-            f"trial {trial.number}: val MAE {value:.4f} ({config.model.family}, L={config.window.lookback})"
-        )
+        trial.set_user_attr("family", config.model.family)
+        trial.set_user_attr("lookback", config.window.lookback)
         return value
+
+    started = time.perf_counter()
+    finished = 0
+
+    def report(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        nonlocal started, finished
+        finished += 1
+        seconds, started = time.perf_counter() - started, time.perf_counter()
+        if not quiet:
+            console.print(trial_line(study, trial, finished, trials, seconds), markup=False)
 
     with mlflow.start_run(experiment_id=experiment_id, run_name=study_name, tags=tags):
         mlflow.log_params({"sweep.trials": trials, "sweep.storage": storage or "in-memory"})
-        study.optimize(objective, n_trials=trials, catch=())
+        study.optimize(objective, n_trials=trials, catch=(), callbacks=[report])
         completed = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
         if not completed:
             raise ConfigError(f"all {len(study.trials)} trials were pruned or failed; widen the settings")
@@ -172,5 +206,5 @@ def run_sweep(
         best = suggest(optuna.trial.FixedTrial(study.best_params), base)
         best.train.progress_bar = base.train.progress_bar
         best.tracking.run_name = f"{study_name}-best"
-        best_run = run_training(best, tracking_uri)
+        best_run = run_training(best, tracking_uri, quiet=quiet)
     return SweepResult(study_name, study.best_value, study.best_params, summary, best_run)

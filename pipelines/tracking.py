@@ -43,16 +43,27 @@ def connect(tracking_uri: str) -> str:
     return tracking_uri
 
 
+# Marks experiments as model training, not GenAI. MLflow 3.17.2's UI ignores it when choosing a
+# view (its global GenAI / Model training switch decides, GenAI by default); older UIs honour it.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+
+
 def ensure_experiment(name: str, tracking_uri: str) -> str:
-    """Experiment id; a local SQLite store keeps artifacts in ./mlartifacts, a server decides itself."""
+    """Experiment id; a local SQLite store keeps artifacts in ./mlartifacts, a server decides itself.
+    The experiment is marked as model training (``mlflow.experimentKind``), older ones too."""
     client = mlflow.MlflowClient(tracking_uri)
     experiment = client.get_experiment_by_name(name)
-    if experiment is not None:
-        return experiment.experiment_id
-    location = None
-    if tracking_uri.startswith("sqlite:"):
-        location = (Path.cwd() / DEFAULT_ARTIFACT_DIR).resolve().as_uri()
-    return client.create_experiment(name, artifact_location=location)
+    if experiment is None:
+        location = None
+        if tracking_uri.startswith("sqlite:"):
+            location = (Path.cwd() / DEFAULT_ARTIFACT_DIR).resolve().as_uri()
+        return client.create_experiment(
+            name, artifact_location=location, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+        )
+    if EXPERIMENT_KIND_TAG not in experiment.tags:
+        client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return experiment.experiment_id
 
 
 def environment_tags() -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
-from pytorch_lightning.callbacks import LearningRateMonitor
+from pytorch_lightning.callbacks import Callback, LearningRateMonitor
 
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
@@ -17,6 +17,7 @@ from forecaster.training import train_model
 from pipelines.config import RunConfig
 from pipelines.logger import EpochMLFlowLogger
 from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_evaluation, log_pyfunc_model
+from pipelines.progress import EpochProgress
 from pipelines.registry import Promotion, promote, register
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
 
@@ -65,8 +66,9 @@ def default_run_name(config: RunConfig) -> str:
     return f"{config.model.family}-{dataset_name(config)}-L{window.lookback}-H{window.horizon}"
 
 
-def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None:
-    """Returns None in DDP worker processes, which train but leave tracking to rank zero."""
+def run_training(config: RunConfig, tracking_uri: str, quiet: bool = False) -> TrainingOutcome | None:
+    """Returns None in DDP worker processes, which train but leave tracking to rank zero.
+    Unless ``quiet``, rank zero shows training progress (pipelines/progress.py)."""
     forecast_config = config.forecast_config()
     # Data problems surface before any run exists, so a bad file leaves nothing behind.
     prepared = prepare_series(load_from_config(forecast_config.data), forecast_config)
@@ -90,14 +92,15 @@ def run_training(config: RunConfig, tracking_uri: str) -> TrainingOutcome | None
         logger = EpochMLFlowLogger(
             experiment_name=config.tracking.experiment, tracking_uri=tracking_uri, run_id=run.info.run_id
         )
-        trained = train_model(
-            forecast_config, prepared, logger=logger, callbacks=[LearningRateMonitor("epoch")]
-        )
+        callbacks: list[Callback] = [LearningRateMonitor("epoch")]
+        if not quiet:
+            callbacks.append(EpochProgress())
+        trained = train_model(forecast_config, prepared, logger=logger, callbacks=callbacks)
         mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
         test, val, selection = (evaluate(trained.predictor, prepared, split) for split in EVALUATED)
-        log_evaluation(test, val, selection, run_name)
-        log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})
         info = log_pyfunc_model(trained.predictor, prepared)
+        log_evaluation(test, val, selection, run_name, model_id=info.model_id)
+        log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})
         outcome = TrainingOutcome(
             run_id=run.info.run_id,
             run_name=run_name,

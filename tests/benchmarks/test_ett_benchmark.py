@@ -9,9 +9,6 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-import ett_benchmark  # noqa: E402
 
 
 def record(network: str, seed: int, selection_mse: float, test_mse: float, horizon: int = 24) -> dict:
@@ -58,4 +55,3 @@ def test_the_chosen_row_is_picked_on_selection_not_test(tmp_path):
     assert "(chosen)" in lstm and "(chosen)" not in gru
     assert "0.0610/0.0305 +-0.0010/0.0005 (n=3)" in lstm  # mean +- sample std over the 3 seeds
     assert "6 runs at commit(s) abc1234" in table
-

@@ -1,0 +1,68 @@
+"""What `forecast train`, `backtest` and `sweep` show while they run, and `--quiet`."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+
+import optuna
+
+from forecaster.config import SplitConfig
+from pipelines.backtest import fold_line
+from pipelines.sweep import trial_line
+from tests.pipelines.helpers import forecast, tiny_settings
+
+EPOCH_LINE = re.compile(
+    r"^epoch (\d+)/2  train_loss \d+\.\d{4}  val_loss \d+\.\d{4}  best \d+\.\d{4} \(epoch \d+\)  "
+    r"patience \d+/5  \d+\.\d s$"
+)
+
+
+def epoch_lines(output: str) -> list[re.Match]:
+    return [m for line in output.splitlines() if (m := EPOCH_LINE.match(line))]
+
+
+def test_train_prints_one_line_per_epoch_and_quiet_silences_it(tracking_uri):
+    shown = forecast("train", *tiny_settings(), "--tracking-uri", tracking_uri)
+    assert shown.exit_code == 0, shown.output
+    lines = epoch_lines(shown.stdout)
+    assert [int(m.group(1)) for m in lines] == [1, 2], shown.stdout  # one per epoch, in order
+    assert not [
+        line for line in shown.stdout.splitlines() if line.startswith("epoch ") and not EPOCH_LINE.match(line)
+    ]
+
+    quiet = forecast("train", *tiny_settings(), "--quiet", "--json", "--tracking-uri", tracking_uri)
+    assert quiet.exit_code == 0, quiet.output
+    assert not [line for line in quiet.output.splitlines() if line.startswith("epoch ")], quiet.output
+    assert json.loads(quiet.stdout.strip().splitlines()[-1])["run_id"]
+
+
+def test_backtest_line_per_fold():
+    split = SplitConfig(
+        val_start=datetime(1989, 1, 1), test_start=datetime(1989, 5, 1), end=datetime(1990, 1, 1)
+    )
+    metrics = {"model": {"mae": 1.731}, "naive": {"mae": 2.041}}
+    assert fold_line(2, 3, split, metrics, 8.14) == (
+        "fold 2/3  test 1989-05-01 .. 1990-01-01  MAE 1.7310 (naive 2.0410, skill +0.152)  8.1 s"
+    )
+
+
+def test_sweep_line_per_trial_says_the_best_so_far():
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize")
+    for value in (0.5, 0.4):
+        trial = study.ask()
+        trial.set_user_attr("family", "gru")
+        trial.set_user_attr("lookback", 14)
+        study.tell(trial, value)
+    pruned = study.ask()
+    pruned.set_user_attr("pruned", "pruned at epoch 1")
+    study.tell(pruned, state=optuna.trial.TrialState.PRUNED)
+    first, second, third = study.trials
+    assert trial_line(study, second, 2, 20, 4.21) == (
+        "trial 1 [2/20]  val MAE 0.4000 (gru, L=14)  best 0.4000 (trial 1)  4.2 s"
+    )
+    assert trial_line(study, third, 3, 20, 1.0) == (
+        "trial 2 [3/20]  pruned (pruned at epoch 1)  best 0.4000 (trial 1)  1.0 s"
+    )
