@@ -106,7 +106,8 @@ def test_no_secrets_in_the_compose_file(compose):
 
 def test_image_installs_like_readme_and_runs_as_non_root():
     dockerfile = (REPO / "Dockerfile").read_text()
-    assert "torch==2.13.0" in dockerfile and 'pip install ".[s3]"' in dockerfile
+    assert "torch==2.13.0" in dockerfile and 'pip install -c requirements.lock ".[s3]"' in dockerfile
+    assert re.search(r"^COPY .*requirements\.lock", dockerfile, flags=re.M)  # the lock is in the image
     users = re.findall(r"^USER\s+(\S+)", dockerfile, flags=re.M)
     assert users and users[-1] not in {"root", "0"}
 
