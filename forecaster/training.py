@@ -1,17 +1,21 @@
 """Fit one network with Lightning: early stopping and best-checkpoint restore on val loss,
-gradient clipping, seeded. The caller passes a logger (pipelines passes MLflow's)."""
+gradient clipping, seeded, a checkpoint after every epoch (forecaster/checkpoints.py) that a later
+call can resume from. The caller passes a logger (pipelines passes MLflow's) and where the
+checkpoints go."""
 
 from __future__ import annotations
 
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Callback, EarlyStopping, ModelCheckpoint, ProgressBar
+from pytorch_lightning.callbacks import Callback, EarlyStopping, ProgressBar
 from pytorch_lightning.loggers import Logger
 
+from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
 from forecaster.config import ForecastConfig
 from forecaster.conformal import conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, PreparedSeries
@@ -69,43 +73,53 @@ def train_model(
     prepared: PreparedSeries,
     logger: Logger | bool = False,
     callbacks: list[Callback] | None = None,
+    checkpoint_dir: str | Path | None = None,
+    publish: Publish | None = None,
+    resume: bool = False,
 ) -> TrainedModel:
+    """``checkpoint_dir`` keeps last.ckpt/best.ckpt (a temporary one when None); with ``resume``
+    training continues from its last.ckpt: weights, optimizer, scheduler, epoch, early stopping,
+    best epoch and RNG states, so the result equals an uninterrupted run's."""
+    if checkpoint_dir is None:
+        with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as directory:
+            return train_model(config, prepared, logger, callbacks, directory, publish, resume)
+    directory = Path(checkpoint_dir)
+    directory.mkdir(parents=True, exist_ok=True)
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
     torch.set_flush_denormal(True)  # tiny BPTT gradients turn denormal and slow CPUs ~5x
     module = build_module(config, prepared)
     data = ForecastDataModule(prepared, config.train.batch_size)
-    with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as checkpoint_dir:
-        checkpoint = ModelCheckpoint(dirpath=checkpoint_dir, monitor="val_loss", save_top_k=1)
-        trainer = pl.Trainer(
-            max_epochs=config.train.epochs,
-            accelerator=config.train.accelerator,
-            devices=config.train.devices,
-            num_nodes=config.train.num_nodes,
-            strategy=config.train.strategy,
-            gradient_clip_val=config.train.gradient_clip or None,
-            deterministic="warn",
-            logger=logger,
-            callbacks=[
-                EarlyStopping(monitor="val_loss", patience=config.train.patience),
-                checkpoint,
-                *(callbacks or []),
-            ],
-            limit_train_batches=config.train.limit_train_batches,
-            # a caller's own ProgressBar callback replaces Lightning's default bar
-            enable_progress_bar=config.train.progress_bar
-            or any(isinstance(c, ProgressBar) for c in callbacks or []),
-            enable_model_summary=False,
-            default_root_dir=checkpoint_dir,
-            log_every_n_steps=1,
-        )
-        started = time.perf_counter()
-        trainer.fit(module, datamodule=data)
-        seconds = time.perf_counter() - started
-        best_path = checkpoint.best_model_path
-        if best_path and trainer.is_global_zero:  # other ranks hand back nothing; rank 0 logs
-            state = torch.load(best_path, map_location="cpu", weights_only=False)["state_dict"]
-            module.load_state_dict(state)
-        best = checkpoint.best_model_score
+    checkpoint = EpochCheckpoint(directory, publish)
+    trainer = pl.Trainer(
+        max_epochs=config.train.epochs,
+        accelerator=config.train.accelerator,
+        devices=config.train.devices,
+        num_nodes=config.train.num_nodes,
+        strategy=config.train.strategy,
+        gradient_clip_val=config.train.gradient_clip or None,
+        deterministic="warn",
+        logger=logger,
+        callbacks=[
+            EarlyStopping(monitor="val_loss", patience=config.train.patience),
+            checkpoint,
+            *(callbacks or []),
+        ],
+        limit_train_batches=config.train.limit_train_batches,
+        # a caller's own ProgressBar callback replaces Lightning's default bar
+        enable_progress_bar=config.train.progress_bar
+        or any(isinstance(c, ProgressBar) for c in callbacks or []),
+        enable_model_summary=False,
+        default_root_dir=directory,
+        log_every_n_steps=1,
+    )
+    last = directory / LAST
+    started = time.perf_counter()
+    trainer.fit(module, datamodule=data, ckpt_path=last if resume and last.exists() else None)
+    seconds = time.perf_counter() - started
+    best_state = checkpoint.best_state_dict() if trainer.is_global_zero else None
+    if best_state is not None:  # other ranks hand back nothing; rank 0 logs
+        module.load_state_dict(best_state)
+    best = checkpoint.best_score
     predictor = Predictor(
         module.network.cpu(),
         config,

@@ -157,6 +157,10 @@ def train(
     num_nodes: Annotated[int | None, typer.Option()] = None,
     strategy: Annotated[str | None, typer.Option(help="Lightning strategy, e.g. ddp")] = None,
     accelerator: Annotated[str | None, typer.Option(help="cpu, gpu or auto")] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option("--resume", help="continue this killed run from its last checkpoint"),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line")] = False,
     quiet: Quiet = False,
     tracking_uri: TrackingUri = None,
@@ -165,6 +169,16 @@ def train(
     from forecaster.errors import ConfigError
     from pipelines.config import apply_override, read_yaml, validate
 
+    if resume is not None:
+        options = locals()  # (a comprehension's locals() would be its own)
+        given = {name for name in TRAIN_SETTINGS if options[name] is not None}
+        if given:
+            options = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
+            raise ConfigError(
+                f"--resume continues the run with the config it was started with; drop {options}"
+            )
+        train_resumed(resume, tracking_uri, quiet, as_json)
+        return
     settings = read_yaml(config) if config else {}
     merge(settings, "data", data_settings(data, time_column, target, features))
     merge(settings, "model", model_settings(model, cell, bidirectional, attention))
@@ -196,11 +210,38 @@ def train(
         raise ConfigError("give --config FILE or --data DATASET_OR_PATH (see `forecast train --help`)")
     run_config = validate(settings, source=config or "settings")
     # the heavy imports (torch, Lightning, MLflow) only once the settings are known to be good
-    from pipelines.console import console, metrics_table
     from pipelines.tracking import resolve_tracking_uri
     from pipelines.train import run_training
 
     outcome = run_training(run_config, resolve_tracking_uri(tracking_uri), quiet=quiet)
+    report_training(outcome, run_config, as_json)
+
+
+# train's options that make up a config: --resume takes the run's own, so none of these with it
+TRAIN_SETTINGS = {
+    "config", "overrides", "data", "time_column", "target", "features", "model", "cell",
+    "bidirectional", "attention", "lookback", "horizon", "split", "epochs", "experiment",
+    "register", "devices", "num_nodes", "strategy", "accelerator",
+}  # fmt: skip
+
+
+def train_resumed(run_id: str, tracking_uri: str | None, quiet: bool, as_json: bool) -> None:
+    """`forecast train --resume RUN_ID`: the same run, its logged config, its last checkpoint."""
+    from pipelines.resume import run_config_of
+    from pipelines.tracking import connect, resolve_tracking_uri
+    from pipelines.train import run_training
+
+    uri = connect(resolve_tracking_uri(tracking_uri))
+    run_config = run_config_of(run_id, uri)
+    if as_json:
+        run_config.train.progress_bar = False
+    report_training(run_training(run_config, uri, quiet=quiet, resume=run_id), run_config, as_json)
+
+
+def report_training(outcome: Any, run_config: Any, as_json: bool) -> None:
+    """What `forecast train` prints once the run is logged (nothing in a DDP worker)."""
+    from pipelines.console import console, metrics_table
+
     if outcome is None:  # a DDP worker: rank zero reports
         return
     metrics_table(
@@ -351,6 +392,47 @@ def compare(
 
     connect(resolve_tracking_uri(tracking_uri))
     print_comparison(experiment, compare_runs(experiment, limit))
+
+
+@app.command()
+@user_errors
+def runs(
+    stale: Annotated[bool, typer.Option("--stale", help="only runs a dead process left RUNNING")] = False,
+    experiment: Annotated[str | None, typer.Option(help="default: every experiment")] = None,
+    mark_killed: Annotated[bool, typer.Option("--mark-killed", help="set the stale runs KILLED")] = False,
+    silence: Annotated[
+        float, typer.Option(help="minutes without a checkpoint after which a run trained elsewhere is stale")
+    ] = 60.0,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Model runs still marked RUNNING; with --stale those whose process died (kill -9, OOM):
+    resume one with `forecast train --resume RUN_ID`, or --mark-killed them."""
+    import mlflow
+
+    from forecaster.errors import ConfigError
+    from pipelines.stale import find_stale_runs, running_runs
+    from pipelines.stale import mark_killed as mark
+    from pipelines.tracking import connect, resolve_tracking_uri
+
+    if mark_killed and not stale:
+        raise ConfigError("--mark-killed needs --stale: only runs whose process is gone are marked")
+    client = mlflow.MlflowClient(connect(resolve_tracking_uri(tracking_uri)))
+    if experiment is None:
+        ids = [e.experiment_id for e in client.search_experiments()]
+    else:
+        found = client.get_experiment_by_name(experiment)
+        if found is None:
+            raise ConfigError(f"no experiment named {experiment!r}")
+        ids = [found.experiment_id]
+    listed = find_stale_runs(client, ids, silence * 60) if stale else running_runs(client, ids)
+    if not listed:
+        print("no stale runs" if stale else "no running model runs")
+        return
+    for run in listed:
+        print(f"{run.run_id}  {run.run_name}  {run.reason}")
+    if mark_killed:
+        mark(client, listed)
+        print(f"marked {len(listed)} run(s) KILLED")
 
 
 @app.command("register")

@@ -19,6 +19,8 @@ from pipelines.logger import EpochMLFlowLogger
 from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_evaluation, log_pyfunc_model
 from pipelines.progress import EpochProgress
 from pipelines.registry import Promotion, promote, register
+from pipelines.resume import check_resumable, checkpoint_directory, logged_steps, process_tags, publisher
+from pipelines.stale import find_stale_runs, warning_line
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
 
 EVALUATED = ("test", "val", "selection")  # test is reported; selection is what models are chosen by
@@ -66,36 +68,62 @@ def default_run_name(config: RunConfig) -> str:
     return f"{config.model.family}-{dataset_name(config)}-L{window.lookback}-H{window.horizon}"
 
 
-def run_training(config: RunConfig, tracking_uri: str, quiet: bool = False) -> TrainingOutcome | None:
+def run_training(
+    config: RunConfig, tracking_uri: str, quiet: bool = False, resume: str | None = None
+) -> TrainingOutcome | None:
     """Returns None in DDP worker processes, which train but leave tracking to rank zero.
-    Unless ``quiet``, rank zero shows training progress (pipelines/progress.py)."""
+    Unless ``quiet``, rank zero shows training progress (pipelines/progress.py). ``resume``
+    (a run id; ``config`` is then that run's) continues that run from its last checkpoint."""
     forecast_config = config.forecast_config()
     # Data problems surface before any run exists, so a bad file leaves nothing behind.
     prepared = prepare_series(load_from_config(forecast_config.data), forecast_config)
     if not is_rank_zero():
-        train_model(forecast_config, prepared)
+        with checkpoint_directory(resume, tracking_uri) as (directory, found):
+            train_model(forecast_config, prepared, checkpoint_dir=directory, resume=found)
         return None
     connect(tracking_uri)
+    client = mlflow.MlflowClient(tracking_uri)
     experiment_id = ensure_experiment(config.tracking.experiment, tracking_uri)
     name = dataset_name(config)
     run_name = config.tracking.run_name or default_run_name(config)
-    tags = {
-        "model.family": config.model.family,
-        "dataset": name,
-        "target": prepared.series.target,
-        "role": "model",
-        **environment_tags(),
-    }
+    if resume:
+        logged = logged_steps(client, check_resumable(client, resume))
+        start = {"run_id": resume}
+    else:
+        warn_about_stale_runs(client, experiment_id)
+        logged = {}
+        tags = {
+            "model.family": config.model.family,
+            "dataset": name,
+            "target": prepared.series.target,
+            "role": "model",
+            **environment_tags(),
+        }
+        start = {"experiment_id": experiment_id, "run_name": run_name, "tags": tags}
     started = time.perf_counter()
-    with mlflow.start_run(experiment_id=experiment_id, run_name=run_name, tags=tags) as run:
-        log_config_and_data(config, prepared, name)
+    with mlflow.start_run(**start) as run, checkpoint_directory(resume, tracking_uri) as (directory, found):
+        run_id = run.info.run_id
+        mlflow.set_tags(process_tags())
+        if not resume:
+            log_config_and_data(config, prepared, name)
         logger = EpochMLFlowLogger(
-            experiment_name=config.tracking.experiment, tracking_uri=tracking_uri, run_id=run.info.run_id
+            experiment_name=config.tracking.experiment,
+            tracking_uri=tracking_uri,
+            run_id=run_id,
+            logged=logged,
         )
         callbacks: list[Callback] = [LearningRateMonitor("epoch")]
         if not quiet:
             callbacks.append(EpochProgress())
-        trained = train_model(forecast_config, prepared, logger=logger, callbacks=callbacks)
+        trained = train_model(
+            forecast_config,
+            prepared,
+            logger=logger,
+            callbacks=callbacks,
+            checkpoint_dir=directory,
+            publish=publisher(run_id, tracking_uri),
+            resume=found,
+        )
         mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
         test, val, selection = (evaluate(trained.predictor, prepared, split) for split in EVALUATED)
         info = log_pyfunc_model(trained.predictor, prepared)
@@ -149,3 +177,12 @@ def run_training(config: RunConfig, tracking_uri: str, quiet: bool = False) -> T
             )
     outcome.seconds = time.perf_counter() - started
     return outcome
+
+
+def warn_about_stale_runs(client: mlflow.MlflowClient, experiment_id: str) -> None:
+    """One line on stderr when the experiment holds runs a dead process left RUNNING."""
+    from pipelines.console import errors
+
+    stale = find_stale_runs(client, [experiment_id])
+    if stale:
+        errors.print(warning_line(stale), markup=False, soft_wrap=True)  # one line, however long

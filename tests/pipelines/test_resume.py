@@ -1,0 +1,179 @@
+"""Training survives a crash: checkpoints are run artifacts, `forecast train --resume RUN_ID`
+continues the same run to the very model an uninterrupted run makes, and runs a dead process left
+RUNNING are found (`forecast runs --stale`) and named by `forecast train`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import mlflow
+import pytest
+import torch
+
+from pipelines.stale import HOST_TAG, PID_TAG
+from tests.conftest import REPO, TINY
+from tests.pipelines.helpers import forecast, tiny_settings, train_json
+
+# six epochs of a couple of seconds each: time to see epoch 2's checkpoint and kill before the end
+SLOW_EPOCHS = [
+    *(s for s in TINY if not s.startswith(("train.epochs", "train.limit_train_batches", "train.batch_size"))),
+    "train.epochs=6",
+    "train.patience=10",
+    "train.batch_size=32",
+    "model.hidden_size=16",
+]
+
+
+def cli(tmp_path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.cli", "train", *args]
+
+
+def run_cli(tmp_path, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        cli(tmp_path, *args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def settings(*extra: str) -> list[str]:
+    return [arg for item in [*SLOW_EPOCHS, *extra] for arg in ("--set", item)]
+
+
+def kill_after_checkpoint(tmp_path, uri: str, epochs_done: int, *args: str) -> str:
+    """Start `forecast train`, SIGKILL it once the run logged the checkpoint of ``epochs_done``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        cli(tmp_path, *args), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    client = mlflow.MlflowClient(uri)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:
+            assert process.poll() is None, "training ended before it could be killed"
+            experiment = client.get_experiment_by_name("crash")
+            runs = client.search_runs([experiment.experiment_id]) if experiment else []
+            if runs and int(runs[0].data.tags.get("checkpoint.epochs", 0)) >= epochs_done:
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+                return runs[0].info.run_id
+            time.sleep(0.05)
+        raise AssertionError("no checkpoint logged in time")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def best_weights(client: mlflow.MlflowClient, run_id: str, tmp_path) -> dict[str, torch.Tensor]:
+    path = client.download_artifacts(run_id, "checkpoints/best.ckpt", str(tmp_path / run_id))
+    return torch.load(path, weights_only=True)["state_dict"]
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    common = ["--experiment", "crash", "--tracking-uri", uri, "--json"]
+    run_id = kill_after_checkpoint(tmp_path, uri, 2, *settings(), "--register", "crashy", *common)
+    client = mlflow.MlflowClient(uri)
+    killed = client.get_run(run_id)
+    assert killed.info.status == "RUNNING" and int(killed.data.tags["checkpoint.epochs"]) < 6
+    artifacts = {a.path for a in client.list_artifacts(run_id, "checkpoints")}
+    assert artifacts == {"checkpoints/last.ckpt", "checkpoints/best.ckpt"}
+
+    resumed = run_cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--json")
+    fresh = run_cli(tmp_path, *settings(), "--experiment", "fresh", "--tracking-uri", uri, "--json")
+
+    assert resumed["run_id"] == run_id
+    runs = client.search_runs([client.get_experiment_by_name("crash").experiment_id], "tags.role = 'model'")
+    assert [(r.info.run_id, r.info.status) for r in runs] == [(run_id, "FINISHED")]
+    for name in ("val_loss", "train_loss"):
+        steps = [m.step for m in client.get_metric_history(run_id, name)]
+        assert sorted(steps) == list(range(6)), (name, steps)
+    lr_steps = [m.step for m in client.get_metric_history(run_id, "lr-AdamW")]  # by global step
+    assert len(lr_steps) == len(set(lr_steps)) == 6
+    history = {m.step: m.value for m in client.get_metric_history(run_id, "val_loss")}
+    reference = {m.step: m.value for m in client.get_metric_history(fresh["run_id"], "val_loss")}
+    assert history == reference
+    assert resumed["metrics"] == fresh["metrics"]
+    mine, theirs = best_weights(client, run_id, tmp_path), best_weights(client, fresh["run_id"], tmp_path)
+    assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+    assert [str(v.version) for v in client.search_model_versions("name = 'crashy'")] == ["1"]
+
+
+def test_a_finished_run_cannot_be_resumed(tracking_uri):
+    run_id = train_json(tracking_uri)["run_id"]
+    client = mlflow.MlflowClient(tracking_uri)
+    assert {a.path for a in client.list_artifacts(run_id, "checkpoints")} == {
+        "checkpoints/last.ckpt",
+        "checkpoints/best.ckpt",
+    }
+    result = forecast("train", "--resume", run_id, "--tracking-uri", tracking_uri)
+    assert result.exit_code == 2 and "the run finished" in result.stderr
+
+
+def test_resume_takes_no_other_settings(tracking_uri):
+    result = forecast(
+        "train", "--resume", "abc", "--epochs", "3", *tiny_settings(), "--tracking-uri", tracking_uri
+    )
+    assert result.exit_code == 2
+    assert "--resume continues the run with the config it was started with; drop --epochs, --overrides" in (
+        result.stderr
+    )
+
+
+def test_only_a_model_run_can_be_resumed(tracking_uri):
+    run_id = train_json(tracking_uri)["run_id"]
+    client = mlflow.MlflowClient(tracking_uri)
+    baseline = client.search_runs([client.get_run(run_id).info.experiment_id], "tags.role = 'baseline'")[0]
+    result = forecast("train", "--resume", baseline.info.run_id, "--tracking-uri", tracking_uri)
+    assert result.exit_code == 2 and "only a model run can be resumed" in result.stderr
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def left_running(tracking_uri: str, experiment: str = "forecasting") -> str:
+    """A model run as a SIGKILLed `forecast train` leaves it: RUNNING, its process gone."""
+    import socket
+
+    from pipelines.tracking import ensure_experiment
+
+    experiment_id = ensure_experiment(experiment, tracking_uri)
+    client = mlflow.MlflowClient(tracking_uri)
+    tags = {"role": "model", HOST_TAG: socket.gethostname(), PID_TAG: str(dead_pid())}
+    return client.create_run(experiment_id, run_name="killed", tags=tags).info.run_id
+
+
+def test_stale_runs_are_listed_and_marked_killed(tracking_uri):
+    stale = left_running(tracking_uri)
+    client = mlflow.MlflowClient(tracking_uri)
+    alive = client.create_run(
+        client.get_experiment_by_name("forecasting").experiment_id,
+        tags={"role": "model", HOST_TAG: __import__("socket").gethostname(), PID_TAG: str(os.getpid())},
+    ).info.run_id
+    listed = forecast("runs", "--stale", "--experiment", "forecasting", "--tracking-uri", tracking_uri)
+    assert listed.exit_code == 0 and stale in listed.stdout and alive not in listed.stdout
+    assert "is gone" in listed.stdout
+    marked = forecast("runs", "--stale", "--mark-killed", "--tracking-uri", tracking_uri)
+    assert marked.exit_code == 0 and "marked 1 run(s) KILLED" in marked.stdout
+    assert client.get_run(stale).info.status == "KILLED"
+    assert client.get_run(alive).info.status == "RUNNING"
+    assert "no stale runs" in forecast("runs", "--stale", "--tracking-uri", tracking_uri).stdout
+
+
+def test_train_names_a_stale_run_to_resume(tracking_uri):
+    stale = left_running(tracking_uri)
+    result = forecast("train", *tiny_settings(), "--tracking-uri", tracking_uri)
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if stale in line]
+    assert len(warnings) == 1 and f"forecast train --resume {stale}" in warnings[0]
