@@ -29,3 +29,19 @@ def train_json(tracking_uri: str, *extra: str, register: str | None = None) -> d
     result = forecast(*args)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def predict_csv(model_uri: str, tracking_uri: str, out) -> None:
+    """`forecast predict` of ``model_uri`` on the bundled Melbourne series into ``out``."""
+    result = forecast(
+        "predict",
+        "--model-uri",
+        model_uri,
+        "--data",
+        "melbourne-temp",
+        "--output",
+        out,
+        "--tracking-uri",
+        tracking_uri,
+    )
+    assert result.exit_code == 0, result.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 
-from tests.pipelines.helpers import forecast, tiny_settings
+from tests.pipelines.helpers import forecast, predict_csv, tiny_settings
 
 
 def test_register_evaluate_and_predict_say_what_the_user_needs(tracking_uri, tmp_path):
@@ -24,18 +24,7 @@ def test_register_evaluate_and_predict_say_what_the_user_needs(tracking_uri, tmp
     assert f"models:/demo-forecaster@champion -> version 1 (run {run_id[:8]})" in evaluated.stdout
 
     out = tmp_path / "next.csv"
-    predicted = forecast(
-        "predict",
-        "--model-uri",
-        "models:/demo-forecaster@champion",
-        "--data",
-        "melbourne-temp",
-        "--output",
-        out,
-        "--tracking-uri",
-        tracking_uri,
-    )
-    assert predicted.exit_code == 0, predicted.output
+    predict_csv("models:/demo-forecaster@champion", tracking_uri, out)
     with out.open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 4 and list(rows[0]) == ["Date", "Temp_forecast", "Temp_q0.1", "Temp_q0.9"]

@@ -15,7 +15,7 @@ from forecaster.data.source import load_from_config
 from pipelines.config import load_run_config
 from pipelines.train import run_training
 from tests.conftest import FAMILIES, TINY
-from tests.pipelines.helpers import forecast, train_json
+from tests.pipelines.helpers import forecast, predict_csv, train_json
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -148,18 +148,7 @@ def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
     scores = json.loads(evaluated.stdout.strip().splitlines()[-1])
     assert scores["metrics"]["model"]["mae"] == pytest.approx(trained["metrics"]["model"]["mae"])
     out = tmp_path / "next.csv"
-    predicted = forecast(
-        "predict",
-        "--model-uri",
-        "models:/eval@champion",
-        "--data",
-        "melbourne-temp",
-        "--output",
-        out,
-        "--tracking-uri",
-        tracking_uri,
-    )
-    assert predicted.exit_code == 0, predicted.output
+    predict_csv("models:/eval@champion", tracking_uri, out)
     lines = out.read_text().splitlines()
     assert len(lines) == 1 + 4 and lines[1].startswith("1991-01-01")  # the day after the data ends
     config = tmp_path / "bt.yaml"
