@@ -15,7 +15,7 @@ from forecaster.data.source import load_from_config
 from forecaster.evaluation import evaluate
 from forecaster.training import train_model
 from pipelines.config import RunConfig
-from pipelines.console import console, table
+from pipelines.console import console, quiet_lightning, table
 from pipelines.logging_run import log_config_and_data
 from pipelines.tracking import ensure_experiment, environment_tags
 from pipelines.train import dataset_name, default_run_name
@@ -56,6 +56,7 @@ def fold_line(
 
 def run_backtest(config: RunConfig, folds: int, tracking_uri: str, quiet: bool = False) -> dict[str, object]:
     """Unless ``quiet``, prints one line per fold as it finishes."""
+    quiet_lightning()
     base = config.forecast_config()
     series = load_from_config(base.data)
     splits = fold_splits(series.frame.index, base.split, folds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -10,6 +11,15 @@ from rich.table import Table
 console = Console(highlight=False, width=None if Console().is_terminal else 160)
 errors = Console(stderr=True, highlight=False, width=None if Console().is_terminal else 160)
 SHORT_NAMES = {"directional_accuracy": "dir. accuracy"}
+LIGHTNING_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric")
+
+
+def quiet_lightning() -> None:
+    """Lightning's info lines ("GPU available: False", a logger tip, "`weights_only` was not
+    set") off the terminal: warnings stay. Call it after Lightning is imported: importing it sets
+    its logger back to INFO."""
+    for name in LIGHTNING_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

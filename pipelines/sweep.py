@@ -21,7 +21,7 @@ from forecaster.errors import ConfigError
 from forecaster.evaluation import evaluate
 from forecaster.training import train_model
 from pipelines.config import RunConfig
-from pipelines.console import console, table
+from pipelines.console import console, quiet_lightning, table
 from pipelines.logging_run import flatten
 from pipelines.tracking import ensure_experiment, environment_tags
 from pipelines.train import TrainingOutcome, default_run_name, run_training
@@ -120,6 +120,7 @@ def run_sweep(
     """Unless ``quiet``, prints one line per finished trial (with the best so far) and the
     re-trained best model's epochs."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # our own line per trial says it
+    quiet_lightning()
     forecast_base = base.forecast_config()
     series = load_from_config(forecast_base.data)  # once: every trial sees the same data
     study_name = study_name or f"sweep-{default_run_name(base)}"

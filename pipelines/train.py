@@ -15,6 +15,7 @@ from forecaster.data.source import load_from_config
 from forecaster.evaluation import MODEL, evaluate
 from forecaster.training import train_model
 from pipelines.config import RunConfig
+from pipelines.console import quiet_lightning
 from pipelines.logger import EpochMLFlowLogger
 from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_evaluation, log_pyfunc_model
 from pipelines.progress import EpochProgress
@@ -74,6 +75,7 @@ def run_training(
     """Returns None in DDP worker processes, which train but leave tracking to rank zero.
     Unless ``quiet``, rank zero shows training progress (pipelines/progress.py). ``resume``
     (a run id; ``config`` is then that run's) continues that run from its last checkpoint."""
+    quiet_lightning()
     forecast_config = config.forecast_config()
     # Data problems surface before any run exists, so a bad file leaves nothing behind.
     prepared = prepare_series(load_from_config(forecast_config.data), forecast_config)

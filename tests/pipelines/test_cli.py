@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.conftest import free_port, venv_bin
+from tests.conftest import TINY, free_port, venv_bin
 from tests.pipelines.helpers import forecast
 
 COMMANDS = [
@@ -51,6 +51,21 @@ def assert_only_our_error(result: subprocess.CompletedProcess, fragment: str) ->
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr  # no library warnings, no `color_warning(`, no traceback
     assert lines[0].startswith("error: ") and fragment in lines[0], result.stderr
+
+
+LIBRARY_NOISE = ("GPU available", "TPU available", "Tip:", "weights_only", "Warning", "color_warning")
+
+
+def test_a_training_prints_only_our_lines(tmp_path):
+    """A whole `forecast train --register` run: progress, results and registration, nothing from
+    Lightning, MLflow or torch on either stream."""
+    settings = [part for item in TINY for part in ("--set", item)]
+    result = run("train", *settings, "--register", "clean", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for stream in (result.stdout, result.stderr):
+        noise = [line for line in stream.splitlines() if any(word in line for word in LIBRARY_NOISE)]
+        assert not noise, noise
+    assert "epoch 1/2" in result.stdout and "registered clean v1" in result.stdout
 
 
 def test_a_failing_command_prints_only_our_one_line_error(tmp_path):
