@@ -23,7 +23,6 @@ forward pass."""
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import time
 from typing import Any
@@ -45,6 +44,7 @@ from service.model_store import ModelStore, not_ready_reason
 from service.parsing import BodyParser, ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
 from service.redaction import redact
 from service.responses import forecast_body
+from service.security import UNAUTHORIZED, key_matches
 from service.settings import ServiceSettings
 from service.validation import problem_detail, windows_for
 
@@ -54,7 +54,6 @@ PREDICT_PATH = "/v1/predict"
 CLIENT_GONE = 499  # nginx's "client closed request": recorded in metrics, never read by anyone
 JSON = (b"content-type", b"application/json")
 TEXT = (b"content-type", b"text/plain; charset=utf-8")
-UNAUTHORIZED = "missing or wrong API key (send it as X-API-Key)"
 
 
 class Refusal(Exception):
@@ -79,7 +78,6 @@ class PredictEndpoint:
 
     def __init__(self, state: State, settings: ServiceSettings, metrics: ServiceMetrics) -> None:
         self.state, self.settings, self.metrics = state, settings, metrics
-        self.api_key = (settings.api_key or "").encode()
         self.latency = metrics.latency.labels(PREDICT_PATH)
         self.answered = {200: metrics.requests.labels(PREDICT_PATH, "200")}  # the hot one, bound once
 
@@ -149,13 +147,12 @@ class PredictEndpoint:
 
     def check_key(self, headers: dict[bytes, bytes]) -> None:
         """Open when no key is configured; otherwise X-API-Key (or Bearer) must match."""
-        if not self.api_key:
+        if not self.settings.api_key:
             return
-        given = headers.get(b"x-api-key")
-        authorization = headers.get(b"authorization", b"")
-        if given is None and authorization[:7].lower() == b"bearer ":
-            given = authorization[7:].strip()
-        if given is None or not hmac.compare_digest(given, self.api_key):
+        raw = headers.get(b"x-api-key")
+        given = None if raw is None else raw.decode("latin-1")  # header bytes, as Starlette reads them
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        if not key_matches(self.settings.api_key, given, authorization):
             raise Refusal(401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
 
     async def read_body(self, receive: Receive) -> bytes:
@@ -215,9 +212,7 @@ class PredictEndpoint:
         except TimeoutError:
             future.cancel()
             raise unavailable("timed out waiting for the model") from None
-        except QueueFullError as exc:
-            raise unavailable(f"busy: {exc}") from None
-        except ShuttingDownError as exc:
+        except ShuttingDownError as exc:  # the batcher stopped or restarted with this job in it
             raise unavailable(str(exc)) from None
         except NonFiniteForecastError as exc:
             message = (

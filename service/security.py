@@ -11,25 +11,29 @@ import hmac
 
 from fastapi import HTTPException, Request, status
 
+UNAUTHORIZED = "missing or wrong API key (send it as X-API-Key)"
 
-def _given_key(request: Request) -> str | None:
-    given = request.headers.get("x-api-key")
-    authorization = request.headers.get("authorization", "")
+
+def key_matches(expected: str | None, x_api_key: str | None, authorization: str) -> bool:
+    """The one check, for FastAPI's routes and the plain predict handler alike: X-API-Key, or
+    else a Bearer token, equal to ``expected`` (compared in constant time)."""
+    given = x_api_key
     if given is None and authorization.lower().startswith("bearer "):
         given = authorization[7:].strip()
-    return given
+    return bool(expected) and given is not None and hmac.compare_digest(given.encode(), expected.encode())
 
 
 def key_is_valid(request: Request) -> bool:
-    expected = request.app.state.settings.api_key
-    given = _given_key(request)
-    return bool(expected) and given is not None and hmac.compare_digest(given.encode(), expected.encode())
+    headers = request.headers
+    return key_matches(
+        request.app.state.settings.api_key, headers.get("x-api-key"), headers.get("authorization", "")
+    )
 
 
 def _unauthorized() -> HTTPException:
     return HTTPException(
         status.HTTP_401_UNAUTHORIZED,
-        detail="missing or wrong API key (send it as X-API-Key)",
+        detail=UNAUTHORIZED,
         headers={"WWW-Authenticate": "Bearer"},
     )
 
