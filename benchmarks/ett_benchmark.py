@@ -66,6 +66,17 @@ NETWORKS = {
     },
     "seg-lstm": {"cell": "lstm", "hidden_size": 128, "layers": 1, "segment_length": 24},
     "seg-gru": {"cell": "gru", "hidden_size": 128, "layers": 1, "segment_length": 24},
+    # the seq2seq + attention model at full strength: a GRU encoder over one-day segments, the
+    # direct decoder emitting one day per step, Bahdanau attention over the segment states
+    "seg-seq2seq-attention": {
+        "architecture": "seq2seq",
+        "decoder": "direct",
+        "cell": "gru",
+        "attention": "bahdanau",
+        "hidden_size": 128,
+        "layers": 1,
+        "segment_length": 24,
+    },
 }
 
 PUBLISHED = {
@@ -111,6 +122,7 @@ PUBLISHED = {
 }
 
 HORIZONS = {96: [24, 48, 96, 168, 336, 720], 336: [96, 192, 336, 720]}
+SEGMENTED = {name for name, settings in NETWORKS.items() if settings.get("segment_length")}
 
 
 @dataclass
@@ -122,17 +134,53 @@ class Plan:
 
 
 def cpu_plan(seeds: int) -> list[Plan]:
-    """Every network at L=96 except seq2seq beyond H=48 (it decodes step by step: left to a GPU,
-    --full), the segment models and a plain LSTM at L=336; ``seeds`` seeds every row."""
+    """The CPU plan, most telling runs first (an interrupted plan resumes where it stopped): the
+    segment models (many-to-one and seq2seq + attention) at both look-backs, then the plain
+    networks at L=96 and a plain LSTM at L=336, then the step-by-step seq2seq to H=48 (it decodes
+    one step at a time: longer horizons are left to a GPU, --full); ``seeds`` seeds every row."""
     return [
-        *(Plan(96, n, HORIZONS[96], seeds) for n in ("seg-lstm", "lstm", "gru", "rnn", "bi-lstm")),
+        *(Plan(336, n, HORIZONS[336], seeds) for n in ("seg-lstm", "seg-gru", "seg-seq2seq-attention")),
+        *(Plan(96, n, HORIZONS[96], seeds) for n in ("seg-lstm", "seg-seq2seq-attention")),
+        *(Plan(96, n, HORIZONS[96], seeds) for n in ("lstm", "gru", "rnn", "bi-lstm")),
+        Plan(336, "lstm", HORIZONS[336], seeds),
         *(Plan(96, n, [24, 48], seeds) for n in ("seq2seq", "seq2seq-attention")),
-        *(Plan(336, n, HORIZONS[336], seeds) for n in ("seg-lstm", "seg-gru", "lstm")),
     ]
+
+
+def interleaved(todo: list[tuple[Plan, int, int]]) -> list[tuple[Plan, int, int]]:
+    """Within each group of consecutive plans of one look-back, the networks take turns at every
+    (horizon, seed): whatever else loads the machine then weighs on all of them alike, so their
+    seconds can be compared side by side."""
+    groups: list[list[tuple[Plan, int, int]]] = []
+    for item in todo:
+        if groups and groups[-1][0][0].lookback == item[0].lookback and item[0].network in SEGMENTED:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return [item for group in groups for item in sorted(group, key=lambda x: (x[2], x[1]))]
 
 
 def full_plan(seeds: int) -> list[Plan]:
     return [Plan(lookback, n, HORIZONS[lookback], seeds) for lookback in HORIZONS for n in NETWORKS]
+
+
+def narrowed(plans: list[Plan], args: argparse.Namespace) -> list[Plan]:
+    """The plan cut down by --networks / --lookbacks / --horizons (each unset = all)."""
+
+    def chosen(option: str | None) -> set[str] | None:
+        return None if option is None else {item.strip() for item in option.split(",")}
+
+    networks, lookbacks, horizons = chosen(args.networks), chosen(args.lookbacks), chosen(args.horizons)
+    if networks and networks - set(NETWORKS):
+        raise SystemExit(f"--networks: unknown {sorted(networks - set(NETWORKS))}; known: {list(NETWORKS)}")
+    kept = []
+    for plan in plans:
+        if (networks and plan.network not in networks) or (lookbacks and str(plan.lookback) not in lookbacks):
+            continue
+        steps = [h for h in plan.horizons if not horizons or str(h) in horizons]
+        if steps:
+            kept.append(Plan(plan.lookback, plan.network, steps, plan.seeds))
+    return kept
 
 
 def commit() -> str:
@@ -214,6 +262,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--full", action="store_true", help="every network and horizon")
+    parser.add_argument("--networks", help="comma-separated: only these networks of the plan")
+    parser.add_argument("--lookbacks", help="comma-separated: only these look-backs of the plan")
+    parser.add_argument("--horizons", help="comma-separated: only these horizons of the plan")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--accelerator", default="auto")
@@ -238,7 +289,7 @@ def main() -> None:
 
     quiet_libraries()
     torch.set_num_threads(os.cpu_count() or 1)
-    plans = full_plan(args.seeds) if args.full else cpu_plan(args.seeds)
+    plans = narrowed(full_plan(args.seeds) if args.full else cpu_plan(args.seeds), args)
     probe = run_config(96, 24, "lstm", 0, 1, args.accelerator).forecast_config()
     std = float(prepare_series(load_from_config(probe.data), probe).scaler.std[0])  # OT, train rows
     code = commit()
@@ -254,6 +305,7 @@ def main() -> None:
         for seed in range(plan.seeds)
         if (plan.network, plan.lookback, horizon, seed) not in done
     ]
+    todo = interleaved(todo)
     print(f"{len(todo)} runs to do, {len(done)} already in {args.results} at commit {code}", flush=True)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -363,9 +415,13 @@ def render(runs: list[dict]) -> str:
                 selection = row.mean_std("selection", "mse")[0]
                 mae_c = row.mean_std("test", "mae_c")[0]
                 seconds = statistics.mean(r["seconds"] for r in row.runs)
+                per_epoch = statistics.mean(r["seconds"] / max(1, r["epochs"]) for r in row.runs)
                 covered = [r["coverage_80"] for r in row.runs if r["coverage_80"] is not None]
                 coverage = f", 80% cov {statistics.mean(covered):.1%}" if covered else ""
-                cells.append(f"sel. MSE {selection:.4f}; {mae_c:.3f} degC, {seconds:.0f} s{coverage}")
+                cells.append(
+                    f"sel. MSE {selection:.4f}; {mae_c:.3f} degC, {seconds:.0f} s "
+                    f"({per_epoch:.1f} s/epoch){coverage}"
+                )
             if any(cells):
                 lines.append(
                     f"| {network}: selection MSE, test MAE degC, s/run | " + " | ".join(cells) + " |"

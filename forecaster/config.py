@@ -92,7 +92,11 @@ class ModelConfig(StrictModel):
     teacher_forcing: float = Field(0.5, ge=0, le=1, description="seq2seq: start ratio")
     teacher_forcing_decay: float = Field(0.9, ge=0, le=1, description="multiplied in per epoch")
     segment_length: int = Field(
-        0, ge=0, description="many-to-one: feed the RNN segments of this many steps (SegRNN); 0 = steps"
+        0,
+        ge=0,
+        description="feed the RNN segments of this many steps (SegRNN); 0 = steps. Many-to-one: the "
+        "encoder reads L/w segments. Seq2seq (direct decoder): the encoder reads L/w segments and the "
+        "decoder emits H/w segments of w steps, attending over the L/w segment states",
     )
     highway: int = Field(0, ge=0, description="linear autoregressive skip over the last N steps (LSTNet)")
     quantiles: list[float] = Field(
@@ -158,15 +162,27 @@ class ForecastConfig(StrictModel):
         model, window = self.model, self.window
         if (self.train.loss == "quantile") != bool(model.quantiles):
             raise ValueError("train.loss=quantile and model.quantiles go together (set both or neither)")
-        if model.segment_length and (
-            model.architecture != "many_to_one" or window.lookback % model.segment_length
-        ):
-            raise ValueError(
-                "model.segment_length: many_to_one only, and it must divide window.lookback "
-                f"({window.lookback})"
-            )
+        if model.segment_length:
+            self._check_segments(model, window)
         if model.highway > window.lookback:
             raise ValueError(f"model.highway ({model.highway}) exceeds window.lookback ({window.lookback})")
         if any(not 0 < level < 1 for level in self.intervals):
             raise ValueError("intervals: coverage levels strictly between 0 and 1, e.g. [0.8, 0.95]")
         return self
+
+    @staticmethod
+    def _check_segments(model: ModelConfig, window: WindowConfig) -> None:
+        w = model.segment_length
+        if window.lookback % w:
+            raise ValueError(f"model.segment_length ({w}) must divide window.lookback ({window.lookback})")
+        if model.architecture == "seq2seq":
+            if model.decoder != "direct":
+                raise ValueError(
+                    "model.segment_length: a seq2seq model needs decoder: direct (the autoregressive "
+                    "decoder feeds back one step at a time)"
+                )
+            if window.horizon % w:
+                raise ValueError(
+                    f"model.segment_length ({w}) must divide window.horizon ({window.horizon}) for "
+                    "seq2seq: its decoder emits whole segments"
+                )

@@ -114,7 +114,9 @@ class Predictor:
             hi = lo + chunk_size
             chunk_times = None if times is None else times[lo:hi]
             chunk_future = None if future_times is None else future_times[lo:hi]
-            mean, attention, quantile = self._forward(past[lo:hi], chunk_times, chunk_future)
+            mean, attention, quantile = self._forward(
+                past[lo:hi], chunk_times, chunk_future, return_attention and self.has_attention
+            )
             means.append(mean)
             weights.append(attention)
             quantiles.append(quantile)
@@ -163,7 +165,11 @@ class Predictor:
         return calendar_features(flat, is_sub_daily(self.frequency)).reshape(*times.shape, -1)
 
     def _forward(
-        self, past: np.ndarray, times: np.ndarray | None, future_times: np.ndarray | None
+        self,
+        past: np.ndarray,
+        times: np.ndarray | None,
+        future_times: np.ndarray | None,
+        return_attention: bool = False,
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         x = self.scaler.transform(past)  # (n, L, F)
         future = None
@@ -173,7 +179,8 @@ class Predictor:
         with torch.inference_mode():
             out = self.network(self._tensor(x), future)
         mean = self.scaler.inverse_target(out.mean.float().cpu().numpy().astype(np.float64))
-        attention = None if out.attention is None else out.attention.float().cpu().numpy()
+        weights = out.attention_per_step() if return_attention else None  # (n, H, L)
+        attention = None if weights is None else weights.float().cpu().numpy()
         quantiles = None
         if out.quantiles is not None:
             quantiles = self.scaler.inverse_target(out.quantiles.float().cpu().numpy().astype(np.float64))

@@ -9,6 +9,10 @@ of t. Nothing is fed back, so:
 * the decoder RNN runs once over the whole horizon (cuDNN on a GPU), and
 * every decoder state s_t is known after that call, so the Bahdanau queries s_{t-1} of all H
   steps are too, and the attention is one batched operation instead of H.
+
+With ``segment_length`` w (SegRNN's parallel multi-step decoding, Lin et al. 2023) a decoder step
+is a segment of w horizon steps: it takes those steps' calendar, emits their w values, and the
+recurrence spans H/w steps instead of H, which is what makes H=720 affordable on a CPU.
 """
 
 from __future__ import annotations
@@ -43,19 +47,27 @@ class DirectDecoder(nn.Module):
         dropout: float,
         context_size: int,
         outputs: int,
+        segment_length: int = 1,
     ) -> None:
         super().__init__()
-        self.horizon = horizon
-        self.position = nn.Embedding(horizon, hidden_size)  # which step of the horizon this is
-        self.rnn = recurrent_layer(cell, future_size + hidden_size, hidden_size, layers, dropout, False)
-        self.output = nn.Linear(hidden_size + context_size, outputs)  # on [s_t, c_t], as stepwise
+        if horizon % segment_length:
+            raise ValueError(f"segment_length {segment_length} does not divide the horizon {horizon}")
+        self.horizon, self.segment = horizon, segment_length
+        self.steps = horizon // segment_length  # S: decoder steps, H when w = 1
+        self.outputs = outputs
+        self.position = nn.Embedding(self.steps, hidden_size)  # which step of the horizon this is
+        rnn_input = future_size * segment_length + hidden_size
+        self.rnn = recurrent_layer(cell, rnn_input, hidden_size, layers, dropout, False)
+        # on [s_t, c_t], as stepwise; w values per step
+        self.output = nn.Linear(hidden_size + context_size, segment_length * outputs)
 
     def step_inputs(self, future: torch.Tensor | None, batch: int) -> torch.Tensor:
-        """Per step: the calendar of that step when given, then its position embedding."""
-        position = self.position.weight.unsqueeze(0).expand(batch, -1, -1)  # (B, H, hidden)
+        """Per step: the calendar of that step's w horizon steps when given, then its position."""
+        position = self.position.weight.unsqueeze(0).expand(batch, -1, -1)  # (B, S, hidden)
         if future is None:
             return position
-        return torch.cat([future, position], dim=-1)  # (B, H, K + hidden)
+        future = future.reshape(batch, self.steps, -1)  # (B, H, K) -> (B, S, w*K)
+        return torch.cat([future, position], dim=-1)  # (B, S, w*K + hidden)
 
     def forward(
         self,
@@ -66,13 +78,19 @@ class DirectDecoder(nn.Module):
         attention: BahdanauAttention | None = None,
         keys: torch.Tensor | None = None,  # (B, L, A): attention.project_keys(encoded)
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """-> raw outputs (B, H, Q or 1) and attention weights (B, H, L), or None without attention."""
-        inputs = self.step_inputs(future, encoded.shape[0])  # (B, H, K + hidden)
-        outputs, _ = self.rnn(inputs, state)  # (B, H, hidden): s_t of the top layer, every t
+        """-> raw outputs (B, H, Q or 1) and attention weights (B, S, L_enc), or None without attention.
+
+        S = H / w decoder steps; L_enc is the number of encoder states (L, or L/w for a segment
+        encoder): the caller maps the weights back onto the look-back's steps.
+        """
+        batch = encoded.shape[0]
+        inputs = self.step_inputs(future, batch)  # (B, S, w*K + hidden)
+        outputs, _ = self.rnn(inputs, state)  # (B, S, hidden): s_t of the top layer, every t
         if attention is None:
-            contexts = fixed_context.unsqueeze(1).expand(-1, self.horizon, -1)  # (B, H, C)
+            contexts = fixed_context.unsqueeze(1).expand(-1, self.steps, -1)  # (B, S, C)
             weights = None
         else:
-            queries = previous_states(state, outputs)  # (B, H, hidden): s_{t-1}
-            contexts, weights = attention.attend_all(queries, encoded, keys)  # (B, H, C), (B, H, L)
-        return self.output(torch.cat([outputs, contexts], dim=-1)), weights  # (B, H, Q or 1)
+            queries = previous_states(state, outputs)  # (B, S, hidden): s_{t-1}
+            contexts, weights = attention.attend_all(queries, encoded, keys)  # (B, S, C), (B, S, L_enc)
+        values = self.output(torch.cat([outputs, contexts], dim=-1))  # (B, S, w*Q)
+        return values.reshape(batch, self.horizon, self.outputs), weights  # (B, H, Q or 1)

@@ -26,7 +26,12 @@ def build_network(
         quantiles=config.quantiles,
     )
     if config.architecture == "seq2seq":
-        core = Seq2SeqForecaster(**common, attention=config.attention, decoder=config.decoder)
+        core = Seq2SeqForecaster(
+            **common,
+            attention=config.attention,
+            decoder=config.decoder,
+            segment_length=config.segment_length,
+        )
     else:
         core = RecurrentForecaster(**common, segment_length=config.segment_length, highway=config.highway)
     return LevelNormalized(core, config.level_norm, series_features)

@@ -36,4 +36,4 @@ class LevelNormalized(nn.Module):
         relative_target = None if target is None else target - target_level  # (B, H)
         out = self.network(shifted, future, relative_target, teacher_forcing)
         quantiles = None if out.quantiles is None else out.quantiles + target_level.unsqueeze(-1)
-        return Forecast(mean=out.mean + target_level, attention=out.attention, quantiles=quantiles)
+        return out._replace(mean=out.mean + target_level, quantiles=quantiles)

@@ -5,6 +5,9 @@ bottleneck the textbooks describe. With attention each decoder step scores every
 Two decoders: ``autoregressive`` feeds back its own previous output (teacher forcing may replace
 it during training), one step at a time; ``direct`` (``direct_decoder.py``) sees only known-future
 inputs, so it runs all H steps in one fused recurrent call and attends for all of them at once.
+With ``segment_length`` w (direct decoder only) the encoder reads L/w embedded segments and the
+decoder emits H/w segments (SegRNN), so attention scores segment states: the weights come out as
+(B, H/w, L/w) and ``Forecast.attention_per_step`` maps them onto steps.
 """
 
 from __future__ import annotations
@@ -50,9 +53,17 @@ class Seq2SeqForecaster(nn.Module):
         attention: str = "bahdanau",
         quantiles: list[float] | None = None,
         decoder: str = "autoregressive",
+        segment_length: int = 0,
     ) -> None:
         super().__init__()
+        if segment_length and decoder != "direct":
+            raise ValueError("segment_length needs the direct decoder")
         self.horizon = horizon
+        self.segment = segment_length or 1
+        self.embed = None
+        if segment_length:  # one RNN step per segment of w look-back steps
+            self.embed = nn.Sequential(nn.Linear(segment_length * input_size, hidden_size), nn.ReLU())
+            input_size = hidden_size
         self.quantiles = list(quantiles or [])
         self.layers = layers
         self.directions = 2 if bidirectional else 1
@@ -67,7 +78,7 @@ class Seq2SeqForecaster(nn.Module):
         outputs = max(1, len(self.quantiles))
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(
-                cell, horizon, future_size, hidden_size, layers, dropout, context_size, outputs
+                cell, horizon, future_size, hidden_size, layers, dropout, context_size, outputs, self.segment
             )
         else:
             self.direct = None
@@ -88,7 +99,7 @@ class Seq2SeqForecaster(nn.Module):
         target: torch.Tensor | None = None,  # (B, H): for teacher forcing during training
         teacher_forcing: float = 0.0,
     ) -> Forecast:
-        encoded, enc_state = self.encoder(past)  # (B, L, D*hidden), h_n: (layers*D, B, hidden)
+        encoded, enc_state = self.encoder(self._encoder_steps(past))  # (B, L/w, C), (layers*D, B, hidden)
         fixed_context = last_layer(hidden_of(enc_state), self.layers, self.directions)  # (B, C)
         keys = self.attention.project_keys(encoded) if self.attention else None  # (B, L, A)
         state = self._initial_state(enc_state)  # (layers, B, hidden)
@@ -98,10 +109,19 @@ class Seq2SeqForecaster(nn.Module):
             )
         # target and teacher_forcing are ignored: nothing is fed back, so there is nothing to force
         outputs, attention = self.direct(state, encoded, fixed_context, future, self.attention, keys)
-        if not self.quantiles:  # outputs (B, H, 1), attention (B, H, L) or None
-            return Forecast(mean=outputs.squeeze(-1), attention=attention)  # (B, H)
+        w = self.segment
+        if not self.quantiles:  # outputs (B, H, 1), attention (B, H/w, L/w) or None
+            return Forecast(mean=outputs.squeeze(-1), attention=attention, segment=w)  # (B, H)
         outputs = torch.sort(outputs, dim=-1).values  # (B, H, Q): quantiles never cross
-        return Forecast(mean=median_of(outputs, self.quantiles), attention=attention, quantiles=outputs)
+        median = median_of(outputs, self.quantiles)
+        return Forecast(mean=median, attention=attention, quantiles=outputs, segment=w)
+
+    def _encoder_steps(self, past: torch.Tensor) -> torch.Tensor:
+        """(B, L, F) -> the encoder's input: the steps, or (B, L/w, hidden) embedded segments."""
+        if self.embed is None:
+            return past
+        batch, w = past.shape[0], self.segment
+        return self.embed(past.reshape(batch, -1, w * past.shape[2]))  # (B, L/w, hidden)
 
     def _decode_stepwise(
         self,

@@ -266,3 +266,73 @@ def test_segment_length_must_divide_lookback():
         ForecastConfig.model_validate(
             {"data": {"dataset": "etth1"}, "window": {"lookback": 10}, "model": {"segment_length": 4}}
         )
+
+
+def segment_seq2seq(attention: str = "bahdanau", horizon: int = 8):
+    """SegRNN-style seq2seq: L=12 read as 3 segments of 4, H=8 emitted as 2 segments of 4."""
+    from forecaster.config import ModelConfig
+
+    config = ModelConfig(
+        architecture="seq2seq", decoder="direct", attention=attention, hidden_size=16, segment_length=4
+    )
+    torch.manual_seed(0)
+    return build_network(config, F, K, horizon)
+
+
+def segment_batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(B, L, F + K, generator=g),
+        torch.randn(B, 8, K, generator=g),
+        torch.randn(B, 8, generator=g),
+    )
+
+
+def test_the_segment_seq2seq_reports_attention_per_step_as_a_distribution():
+    network = segment_seq2seq()
+    past, future, _ = segment_batch()
+    out = network(past, future)
+    assert out.mean.shape == (B, 8) and out.attention.shape == (B, 2, 3)  # segment x segment
+    steps = out.attention_per_step()
+    assert steps.shape == (B, 8, L)
+    torch.testing.assert_close(steps.sum(-1), torch.ones(B, 8))
+    # a segment's weight is shared by its 4 look-back steps and by its 4 horizon steps
+    torch.testing.assert_close(steps[:, :, 0], steps[:, :, 3])
+    torch.testing.assert_close(steps[:, 0], steps[:, 3])
+    torch.testing.assert_close(steps[:, 0, :4].sum(-1), out.attention[:, 0, 0])
+    assert not torch.allclose(steps[:, 0], steps[:, 4])  # the next decoder step differs
+
+
+def test_the_segment_seq2seq_decoder_steps_once_per_segment_and_learns():
+    network = segment_seq2seq()
+    calls = []
+    network.network.direct.rnn.register_forward_hook(lambda m, inputs, out: calls.append(inputs[0].shape))
+    past, future, target = segment_batch()
+    network(past, future)
+    assert calls == [torch.Size([B, 2, 4 * K + 16])]  # 2 segments: 4 steps of calendar + position
+    optimizer = torch.optim.Adam(network.parameters(), lr=1e-2)
+    first = torch.nn.functional.mse_loss(network(past, future).mean, target).item()
+    for _ in range(150):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(network(past, future).mean, target).backward()
+        optimizer.step()
+    assert torch.nn.functional.mse_loss(network(past, future).mean, target).item() < 0.1 * first
+
+
+@pytest.mark.parametrize(
+    ("window", "model", "message"),
+    [
+        ({"lookback": 12, "horizon": 6}, {"decoder": "direct"}, "must divide window.horizon"),
+        ({"lookback": 12, "horizon": 8}, {}, "needs decoder: direct"),
+        ({"lookback": 10, "horizon": 8}, {"decoder": "direct"}, "must divide window.lookback"),
+    ],
+)
+def test_segment_seq2seq_configs_are_checked(window, model, message):
+    with pytest.raises(ValueError, match=message):
+        ForecastConfig.model_validate(
+            {
+                "data": {"dataset": "etth1"},
+                "window": window,
+                "model": {"architecture": "seq2seq", "segment_length": 4, **model},
+            }
+        )
