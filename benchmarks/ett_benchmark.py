@@ -269,6 +269,12 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--accelerator", default="auto")
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="torch CPU threads (1 when other work shares the cores: spinning threads stall)",
+    )
+    parser.add_argument(
         "--tracking-uri", default=os.environ.get("MLFLOW_TRACKING_URI", "sqlite:///mlflow.db")
     )
     parser.add_argument("--results", type=Path, default=RAW_RESULTS, help="raw runs (JSON lines)")
@@ -288,7 +294,7 @@ def main() -> None:
     from pipelines.train import run_training
 
     quiet_libraries()
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(args.threads)
     plans = narrowed(full_plan(args.seeds) if args.full else cpu_plan(args.seeds), args)
     probe = run_config(96, 24, "lstm", 0, 1, args.accelerator).forecast_config()
     std = float(prepare_series(load_from_config(probe.data), probe).scaler.std[0])  # OT, train rows

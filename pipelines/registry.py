@@ -194,6 +194,16 @@ def register(
     )
 
 
+def version_of_run(name: str, run_id: str) -> mlflow.entities.model_registry.ModelVersion | None:
+    """The version of ``name`` a run already registered, if any: a run resumed after it was
+    killed between registering and finishing must not register a second version."""
+    try:
+        found = mlflow.MlflowClient().search_model_versions(f"name = '{name}' and run_id = '{run_id}'")
+    except MlflowException:  # no such registered model yet
+        return None
+    return min(found, key=lambda v: int(v.version)) if found else None
+
+
 def _model_source(client: mlflow.MlflowClient, model_uri: str) -> tuple[str, str | None, str | None]:
     """(source, run id, logged-model id) for ``models:/m-...`` (what ``log_model`` returns) or
     ``runs:/RUN_ID/NAME``, resolved as ``mlflow.register_model`` does."""

@@ -8,21 +8,27 @@ import os
 import socket
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import Run
+from mlflow.entities import Run, RunTag
 from mlflow.exceptions import MlflowException
+from mlflow.store.artifact.artifact_repo import ArtifactRepository
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
 from forecaster.checkpoints import BEST, LAST, Publish
 from forecaster.errors import ForecasterError
 from pipelines.config import RunConfig, read_yaml, validate
-from pipelines.stale import HEARTBEAT_TAG, HOST_TAG, PID_TAG, stale_reason
+from pipelines.stale import HEARTBEAT_TAG, HOST_TAG, PID_START_TAG, PID_TAG, process_start, stale_reason
 
-CHECKPOINTS = "checkpoints"  # artifact folder: checkpoints/last.ckpt, checkpoints/best.ckpt
-EPOCHS_TAG = "checkpoint.epochs"  # epochs done in checkpoints/last.ckpt
+CHECKPOINTS = "checkpoints"  # artifact folder: checkpoints/epoch-NNNN/{last,best}.ckpt
+EPOCHS_TAG = "checkpoint.epochs"  # epochs done in the checkpoint `checkpoint.last` names
+# the artifact path of the newest complete file of each kind, set only once its upload returned:
+# an upload cut short by a kill is never named, so a resume never reads a torn checkpoint
+POINTER_TAGS = {LAST: "checkpoint.last", BEST: "checkpoint.best"}
 
 
 class ResumeError(ForecasterError):
@@ -69,12 +75,13 @@ def check_resumable(client: mlflow.MlflowClient, run_id: str) -> Run:
 
 
 def download_checkpoints(client: mlflow.MlflowClient, run_id: str, directory: Path) -> bool:
-    """last.ckpt and best.ckpt into ``directory``; False when the run logged none yet (killed in
-    its first epoch): it then trains from the start, in the same run."""
-    names = {Path(a.path).name for a in client.list_artifacts(run_id, CHECKPOINTS)}
-    for name in (LAST, BEST):
-        if name in names:
-            local = client.download_artifacts(run_id, f"{CHECKPOINTS}/{name}", str(directory))
+    """The files ``checkpoint.last`` and ``checkpoint.best`` name, as last.ckpt and best.ckpt in
+    ``directory``; False when the run logged none yet (killed in its first epoch): it then trains
+    from the start, in the same run."""
+    tags = client.get_run(run_id).data.tags
+    for name, tag in POINTER_TAGS.items():
+        if tag in tags:
+            local = client.download_artifacts(run_id, tags[tag], str(directory))
             Path(local).replace(directory / name)
     return (directory / LAST).exists()
 
@@ -90,22 +97,45 @@ def checkpoint_directory(run_id: str | None, tracking_uri: str) -> Iterator[tupl
 
 
 def publisher(run_id: str, tracking_uri: str) -> Publish:
-    """Log each checkpoint as soon as it is on disk, replacing the previous one; after last.ckpt,
-    tag how many epochs it holds and when (the heartbeat `forecast runs --stale` reads)."""
+    """Log each checkpoint as soon as it is on disk, under a new path per epoch, then point the
+    run's tag at it and delete the one it replaces: an artifact store has no atomic rename, so the
+    tag is the commit. After last.ckpt, tag how many epochs it holds and when (the heartbeat
+    `forecast runs --stale` reads). Only the newest last.ckpt and best.ckpt are kept."""
     client = mlflow.MlflowClient(tracking_uri)
+    store = get_artifact_repository(client.get_run(run_id).info.artifact_uri)
 
     def publish(path: Path, epochs_done: int) -> None:
-        client.log_artifact(run_id, str(path), CHECKPOINTS)
+        folder = f"{CHECKPOINTS}/epoch-{epochs_done:04d}"
+        client.log_artifact(run_id, str(path), folder)
+        tag = POINTER_TAGS[path.name]
+        previous = client.get_run(run_id).data.tags.get(tag)
+        tags = {tag: f"{folder}/{path.name}"}
         if path.name == LAST:
-            client.set_tag(run_id, EPOCHS_TAG, str(epochs_done))
-            client.set_tag(run_id, HEARTBEAT_TAG, f"{time.time():.0f}")
+            tags |= {EPOCHS_TAG: str(epochs_done), HEARTBEAT_TAG: f"{time.time():.0f}"}
+        client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
+        if previous and previous != tags[tag]:
+            prune(client, store, run_id, previous)
 
     return publish
 
 
+def prune(client: mlflow.MlflowClient, store: ArtifactRepository, run_id: str, artifact_path: str) -> None:
+    """Delete a superseded checkpoint, and its epoch folder once empty (a local store keeps empty
+    folders); a store that cannot delete keeps them: pruning never fails a training."""
+    folder = artifact_path.rpartition("/")[0]
+    try:
+        store.delete_artifacts(artifact_path)
+        if not client.list_artifacts(run_id, folder):
+            store.delete_artifacts(folder)
+    except Exception as error:  # noqa: BLE001 - NotImplementedError, HTTP or S3 errors alike
+        warnings.warn(f"could not delete the superseded checkpoint {artifact_path}: {error}", stacklevel=2)
+
+
 def process_tags() -> dict[str, str]:
     """Who trains the run, so a run left RUNNING by a dead process can be told from a live one."""
-    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), HEARTBEAT_TAG: f"{time.time():.0f}"}
+    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), HEARTBEAT_TAG: f"{time.time():.0f}"}
+    started = process_start(os.getpid())
+    return tags | ({PID_START_TAG: started} if started else {})
 
 
 def logged_steps(client: mlflow.MlflowClient, run: Run) -> dict[str, set[int]]:

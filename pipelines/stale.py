@@ -10,12 +10,14 @@ import os
 import socket
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import mlflow
 from mlflow.entities import Run
 
 HOST_TAG = "forecast.host"
 PID_TAG = "forecast.pid"
+PID_START_TAG = "forecast.pid_start"  # the process's start time, so a reused pid is not taken for it
 HEARTBEAT_TAG = "forecast.heartbeat"  # unix seconds of the start or the latest checkpoint
 DEFAULT_MAX_SILENCE_S = 3600.0
 
@@ -38,6 +40,16 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def process_start(pid: int) -> str | None:
+    """When the process started, in clock ticks since boot (/proc/PID/stat field 22): with the pid
+    it names one process for the life of the machine. None without /proc (not Linux) or process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]  # fields after "(comm)" start at field 3
+
+
 def stale_reason(
     run: Run, max_silence_s: float = DEFAULT_MAX_SILENCE_S, now: float | None = None
 ) -> str | None:
@@ -45,7 +57,12 @@ def stale_reason(
     tags = run.data.tags
     host, pid = tags.get(HOST_TAG), tags.get(PID_TAG)
     if host == socket.gethostname() and pid and pid.isdigit():
-        return None if process_alive(int(pid)) else f"its process {pid} on {host} is gone"
+        if not process_alive(int(pid)):
+            return f"its process {pid} on {host} is gone"
+        started = tags.get(PID_START_TAG)
+        if started and process_start(int(pid)) not in (None, started):
+            return f"its process {pid} on {host} is gone (the pid now belongs to another process)"
+        return None
     heartbeat = float(tags.get(HEARTBEAT_TAG) or run.info.start_time / 1000)
     silent = (time.time() if now is None else now) - heartbeat
     if silent > max_silence_s:

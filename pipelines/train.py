@@ -19,7 +19,7 @@ from pipelines.console import quiet_lightning
 from pipelines.logger import EpochMLFlowLogger
 from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_evaluation, log_pyfunc_model
 from pipelines.progress import EpochProgress
-from pipelines.registry import Promotion, promote, register
+from pipelines.registry import Promotion, promote, register, version_of_run
 from pipelines.resume import check_resumable, checkpoint_directory, logged_steps, process_tags, publisher
 from pipelines.stale import find_stale_runs, warning_line
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
@@ -148,7 +148,9 @@ def run_training(
             },
         )
         if config.tracking.registered_model:
-            version = register(
+            # a resumed run may have registered before it was killed: at most one version per run
+            existing = version_of_run(config.tracking.registered_model, run_id) if resume else None
+            version = existing or register(
                 info.model_uri,
                 config.tracking.registered_model,
                 tags={

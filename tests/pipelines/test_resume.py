@@ -72,8 +72,17 @@ def kill_after_checkpoint(tmp_path, uri: str, epochs_done: int, *args: str) -> s
 
 
 def best_weights(client: mlflow.MlflowClient, run_id: str, tmp_path) -> dict[str, torch.Tensor]:
-    path = client.download_artifacts(run_id, "checkpoints/best.ckpt", str(tmp_path / run_id))
+    best = client.get_run(run_id).data.tags["checkpoint.best"]
+    path = client.download_artifacts(run_id, best, str(tmp_path / run_id))
     return torch.load(path, weights_only=True)["state_dict"]
+
+
+def checkpoint_files(client: mlflow.MlflowClient, run_id: str) -> set[str]:
+    return {
+        f.path
+        for folder in client.list_artifacts(run_id, "checkpoints")
+        for f in client.list_artifacts(run_id, folder.path)
+    }
 
 
 @pytest.mark.slow
@@ -84,8 +93,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     client = mlflow.MlflowClient(uri)
     killed = client.get_run(run_id)
     assert killed.info.status == "RUNNING" and int(killed.data.tags["checkpoint.epochs"]) < 6
-    artifacts = {a.path for a in client.list_artifacts(run_id, "checkpoints")}
-    assert artifacts == {"checkpoints/last.ckpt", "checkpoints/best.ckpt"}
+    # only the newest of each kind is kept, at the paths the tags name
+    pointed = {killed.data.tags["checkpoint.last"], killed.data.tags["checkpoint.best"]}
+    assert checkpoint_files(client, run_id) == pointed
 
     resumed = run_cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--json")
     fresh = run_cli(tmp_path, *settings(), "--experiment", "fresh", "--tracking-uri", uri, "--json")
@@ -110,10 +120,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
 def test_a_finished_run_cannot_be_resumed(tracking_uri):
     run_id = train_json(tracking_uri)["run_id"]
     client = mlflow.MlflowClient(tracking_uri)
-    assert {a.path for a in client.list_artifacts(run_id, "checkpoints")} == {
-        "checkpoints/last.ckpt",
-        "checkpoints/best.ckpt",
-    }
+    files = checkpoint_files(client, run_id)
+    assert {f.rpartition("/")[2] for f in files} == {"last.ckpt", "best.ckpt"} and len(files) == 2
     result = forecast("train", "--resume", run_id, "--tracking-uri", tracking_uri)
     assert result.exit_code == 2 and "the run finished" in result.stderr
 
@@ -177,3 +185,31 @@ def test_train_names_a_stale_run_to_resume(tracking_uri):
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if stale in line]
     assert len(warnings) == 1 and f"forecast train --resume {stale}" in warnings[0]
+
+
+def test_a_run_killed_after_it_registered_registers_nothing_more_on_resume(tracking_uri):
+    """Killed between registering and finishing: the resumed run keeps its one version."""
+    first = train_json(tracking_uri, register="once")
+    client = mlflow.MlflowClient(tracking_uri)
+    client.update_run(first["run_id"], status="RUNNING")  # as the kill would have left it
+    client.set_tag(first["run_id"], PID_TAG, str(dead_pid()))
+    result = forecast("train", "--resume", first["run_id"], "--tracking-uri", tracking_uri, "--json")
+    assert result.exit_code == 0, result.output
+    resumed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert resumed["registered_version"] == first["registered_version"] == "1"
+    assert [str(v.version) for v in client.search_model_versions("name = 'once'")] == ["1"]
+    assert client.get_run(first["run_id"]).info.status == "FINISHED"
+
+
+def test_a_reused_pid_does_not_keep_a_dead_run_alive(tracking_uri):
+    """The run's pid now names another live process (here: this one): its start time tells."""
+    from pipelines.stale import PID_START_TAG, process_start
+
+    run_id = left_running(tracking_uri)
+    client = mlflow.MlflowClient(tracking_uri)
+    client.set_tag(run_id, PID_TAG, str(os.getpid()))
+    client.set_tag(run_id, PID_START_TAG, str(int(process_start(os.getpid())) - 1))
+    listed = forecast("runs", "--stale", "--tracking-uri", tracking_uri)
+    assert run_id in listed.stdout and "now belongs to another process" in listed.stdout
+    client.set_tag(run_id, PID_START_TAG, process_start(os.getpid()))  # the very process: alive
+    assert run_id not in forecast("runs", "--stale", "--tracking-uri", tracking_uri).stdout
