@@ -1,8 +1,9 @@
 """The S3 artifact path of docker-compose.yml, for real: moto's standalone server (a real S3 HTTP
 endpoint on loopback) stands in for MinIO, `mlflow server` stores artifacts in its bucket
 (`--artifacts-destination s3://...`, proxied with `--serve-artifacts`) over PostgreSQL, and a
-model is trained, registered, loaded by the prediction service and by `mlflow models serve`, all
-through S3. The objects are then listed in the bucket."""
+model is trained, registered, loaded by the prediction service and by `mlflow models serve`, and a
+training killed with SIGKILL is resumed from its checkpoint artifact, all through S3. The objects
+are then listed in the bucket."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.pipelines.helpers import train_json
+from tests.pipelines.test_resume import kill_after_checkpoint, run_cli, settings
 from tests.postgres import postgres_server, why_unavailable
 from tests.servers import mlflow_model_server, post_json, prediction_service, running
 
@@ -92,6 +94,20 @@ def test_train_register_and_serve_with_artifacts_in_s3(tmp_path, monkeypatch):
         assert any(key.endswith("MLmodel") for key in keys), keys
         assert not (tmp_path / "mlartifacts").exists()  # nothing went to a local folder instead
 
+        # SIGKILL mid-training, resume from the checkpoint the server stored in S3
+        run_id = kill_after_checkpoint(
+            tmp_path, tracking, 2, *settings(), "--experiment", "crash", "--tracking-uri", tracking
+        )
+        resumed = run_cli(tmp_path, "--resume", run_id, "--tracking-uri", tracking, "--json")
+        assert resumed["run_id"] == run_id
+        tags = mlflow.MlflowClient(tracking).get_run(run_id).data.tags
+        checkpoints = {k for k in bucket_keys(endpoint) if f"/{run_id}/artifacts/checkpoints/" in k}
+        # superseded checkpoints were deleted from the bucket; the newest of each kind is kept
+        assert {k.split("/artifacts/", 1)[1] for k in checkpoints} == {
+            tags["checkpoint.last"],
+            tags["checkpoint.best"],
+        }
+
         api = stack.enter_context(prediction_service(tmp_path, tracking, "models:/s3@champion"))
         ours = post_json(f"{api}/v1/predict", window)
         served = stack.enter_context(mlflow_model_server(tmp_path, tracking, "models:/s3@champion", env=s3))
@@ -100,4 +116,5 @@ def test_train_register_and_serve_with_artifacts_in_s3(tmp_path, monkeypatch):
     assert ours["model"]["version"] == "1" and ours["model"]["run_id"] == trained["run_id"]
     assert len(ours["forecasts"][0]["values"]) == 4
     assert len(theirs["predictions"]) == 1
-    print(f"{len(keys)} objects in s3://{BUCKET}/, e.g. {sorted(keys)[:3]}")
+    print(f"{len(keys)} objects in s3://{BUCKET}/ after the first training, e.g. {sorted(keys)[:3]}")
+    print("checkpoints of the resumed run in S3:", *sorted(checkpoints), sep="\n  ")

@@ -111,6 +111,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     history = {m.step: m.value for m in client.get_metric_history(run_id, "val_loss")}
     reference = {m.step: m.value for m in client.get_metric_history(fresh["run_id"], "val_loss")}
     assert history == reference
+    print(f"killed after epoch {killed.data.tags['checkpoint.epochs']} of 6, resumed; val_loss by epoch:")
+    for step in sorted(history):
+        print(f"  epoch {step + 1}: resumed run {history[step]:.6f}  uninterrupted {reference[step]:.6f}")
     assert resumed["metrics"] == fresh["metrics"]
     mine, theirs = best_weights(client, run_id, tmp_path), best_weights(client, fresh["run_id"], tmp_path)
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
