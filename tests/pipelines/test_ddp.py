@@ -54,3 +54,28 @@ def test_ddp_on_two_cpu_processes_logs_one_run_and_registers_once(tmp_path):
     )  # one point per epoch, not per rank
     versions = client.search_model_versions("name = 'ddp'")
     assert [str(v.version) for v in versions] == ["1"]
+
+
+def test_ddp_training_killed_with_its_whole_process_group_resumes_to_the_uninterrupted_run(tmp_path):
+    """A machine lost mid-training under DDP: every rank SIGKILLed at once. `--resume` (rank zero
+    owns the run) continues it to the same curve and weights as a DDP run never interrupted."""
+    import torch
+
+    from tests.pipelines.test_resume import best_weights, kill_after_checkpoint, run_cli, settings
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    ddp = ["--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--tracking-uri", uri, "--json"]
+    env = {"PL_DISABLE_FORK": "1"}
+    run_id = kill_after_checkpoint(tmp_path, uri, 2, *settings(), *ddp, "--experiment", "crash", env=env)
+    resumed = run_cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--json", env=env)
+    fresh = run_cli(tmp_path, *settings(), *ddp, "--experiment", "fresh", env=env)
+
+    client = mlflow.MlflowClient(uri)
+    run = client.get_run(run_id)
+    assert resumed["run_id"] == run_id and run.info.status == "FINISHED"
+    assert run.data.params["train.devices"] == "2" and run.data.params["train.strategy"] == "ddp"
+    history = {m.step: m.value for m in client.get_metric_history(run_id, "val_loss")}
+    reference = {m.step: m.value for m in client.get_metric_history(fresh["run_id"], "val_loss")}
+    assert sorted(history) == list(range(6)) and history == pytest.approx(reference, rel=1e-5)
+    mine, theirs = best_weights(client, run_id, tmp_path), best_weights(client, fresh["run_id"], tmp_path)
+    assert all(torch.allclose(mine[k], theirs[k], rtol=1e-4, atol=1e-6) for k in theirs)

@@ -4,6 +4,7 @@ RUNNING are found (`forecast runs --stale`) and named by `forecast train`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -33,8 +34,8 @@ def cli(tmp_path, *args: str) -> list[str]:
     return [sys.executable, "-m", "pipelines.cli", "train", *args]
 
 
-def run_cli(tmp_path, *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def run_cli(tmp_path, *args: str, env: dict[str, str] | None = None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     result = subprocess.run(
         cli(tmp_path, *args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
@@ -46,11 +47,19 @@ def settings(*extra: str) -> list[str]:
     return [arg for item in [*SLOW_EPOCHS, *extra] for arg in ("--set", item)]
 
 
-def kill_after_checkpoint(tmp_path, uri: str, epochs_done: int, *args: str) -> str:
-    """Start `forecast train`, SIGKILL it once the run logged the checkpoint of ``epochs_done``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def kill_after_checkpoint(
+    tmp_path, uri: str, epochs_done: int, *args: str, env: dict[str, str] | None = None
+) -> str:
+    """Start `forecast train`, SIGKILL its whole process group (every DDP rank, as a lost machine
+    would) once the run logged the checkpoint of ``epochs_done``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     process = subprocess.Popen(
-        cli(tmp_path, *args), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        cli(tmp_path, *args),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     client = mlflow.MlflowClient(uri)
     deadline = time.monotonic() + 300
@@ -60,15 +69,15 @@ def kill_after_checkpoint(tmp_path, uri: str, epochs_done: int, *args: str) -> s
             experiment = client.get_experiment_by_name("crash")
             runs = client.search_runs([experiment.experiment_id]) if experiment else []
             if runs and int(runs[0].data.tags.get("checkpoint.epochs", 0)) >= epochs_done:
-                process.send_signal(signal.SIGKILL)
+                os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 return runs[0].info.run_id
             time.sleep(0.05)
         raise AssertionError("no checkpoint logged in time")
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def best_weights(client: mlflow.MlflowClient, run_id: str, tmp_path) -> dict[str, torch.Tensor]:
