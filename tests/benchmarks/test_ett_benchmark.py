@@ -55,3 +55,30 @@ def test_the_chosen_row_is_picked_on_selection_not_test(tmp_path):
     assert "(chosen)" in lstm and "(chosen)" not in gru
     assert "0.0610/0.0305 +-0.0010/0.0005 (n=3)" in lstm  # mean +- sample std over the 3 seeds
     assert "6 runs at commit(s) abc1234" in table
+
+
+def test_the_readme_tables_are_the_committed_raw_results_rendered():
+    """benchmarks/README.md's ETT tables are exactly what --render makes of the committed runs:
+    a hand edit of a figure, or results left uncommitted, fails here."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
+    readme = (REPO / "benchmarks/README.md").read_text()
+    runs = ett_benchmark.read_runs(ett_benchmark.RAW_RESULTS)
+    assert runs, "no raw results committed in benchmarks/results/ett-runs.jsonl"
+    assert ett_benchmark.readme_tables(readme) == ett_benchmark.render(runs)
+
+
+def test_render_writes_between_the_markers_only(tmp_path):
+    raw = tmp_path / "runs.jsonl"
+    raw.write_text("".join(json.dumps(record("lstm", s, 0.03, 0.06)) + "\n" for s in range(2)))
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\nbefore\n{ett_benchmark.BEGIN}\nold table\n{ett_benchmark.END}\nafter\n")
+    command = [sys.executable, str(REPO / "benchmarks/ett_benchmark.py"), "--render", "--results", str(raw)]
+    subprocess.run([*command, "--readme", str(readme)], check=True, capture_output=True)
+    text = readme.read_text()
+    assert text.startswith("# Title\nbefore\n") and text.endswith(f"{ett_benchmark.END}\nafter\n")
+    assert "old table" not in text and "| **lstm** |" in text
