@@ -10,7 +10,7 @@ import mlflow
 from mlflow.exceptions import MlflowException
 
 from forecaster.config import DataConfig, ForecastConfig
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
 from forecaster.evaluation import evaluate
@@ -86,7 +86,7 @@ def run_evaluation(
     resolved = resolve_model_uri(model_uri)
     predictor = load_predictor(resolved.pinned_uri if resolved else model_uri)
     config = config_with_data(predictor, data_config_for(predictor, overrides))
-    prepared = prepare_series(load_from_config(config.data), config)
+    prepared = prepare(load_from_config(config.data), config)
     test, val, selection = (evaluate(predictor, prepared, split) for split in ("test", "val", "selection"))
     name = config.data.dataset or Path(config.data.path).stem
     experiment_id = ensure_experiment(experiment, tracking_uri)

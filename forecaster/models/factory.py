@@ -11,13 +11,18 @@ from forecaster.models.seq2seq import Seq2SeqForecaster
 
 
 def build_network(
-    config: ModelConfig, series_features: int, calendar_features: int, horizon: int
+    config: ModelConfig,
+    series_features: int,
+    calendar_features: int,
+    horizon: int,
+    future_covariates: int = 0,
 ) -> nn.Module:
-    """``series_features`` F (target first) plus ``calendar_features`` K make the input width."""
+    """``series_features`` F (target first) plus ``calendar_features`` K make the input width; the
+    forecast steps see ``future_covariates`` Kf then the K calendar features: (B, H, Kf+K)."""
     common = dict(
         input_size=series_features + calendar_features,
         horizon=horizon,
-        future_size=calendar_features,
+        future_size=future_covariates + calendar_features,
         cell=config.cell,
         hidden_size=config.hidden_size,
         layers=config.layers,
