@@ -45,7 +45,8 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
         and MLflow stops warning that ``predict`` has no type hints. Calendar models receive a
         dict of arrays (``values``, ``timestamps``) as the signature says; a DataFrame also works."""
         values, timestamps, future = _split_input(model_input)
-        prediction = self.predictor.predict(values, timestamps, future=future)
+        known = {} if future is None else {"future": future}  # the call stays as it was without
+        prediction = self.predictor.predict(values, timestamps, **known)
         if not (params or {}).get("intervals"):
             return prediction.mean
         return {"forecast": prediction.mean, **{f"{q:g}": v for q, v in prediction.quantiles.items()}}
