@@ -308,6 +308,7 @@ def evaluate(
     data: Annotated[str | None, typer.Option(help="dataset name or file (default: the model's own)")] = None,
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
+    id_column: Annotated[str | None, typer.Option(help="long format: the series-id column")] = None,
     experiment: Annotated[str, typer.Option()] = "evaluations",
     as_json: Annotated[bool, typer.Option("--json")] = False,
     tracking_uri: TrackingUri = None,
@@ -318,7 +319,8 @@ def evaluate(
     from pipelines.tracking import connect, resolve_tracking_uri
 
     uri = connect(resolve_tracking_uri(tracking_uri))
-    result = run_evaluation(model_uri, data_settings(data, time_column, target, None), experiment, uri)
+    overrides = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    result = run_evaluation(model_uri, overrides, experiment, uri)
     if result["resolved"]:
         print(result["resolved"])  # models:/NAME@ALIAS -> version 3 (run abc12345)
     metrics_table(
@@ -398,6 +400,7 @@ def predict(
     data: Annotated[str, typer.Option(help="dataset name or CSV/Parquet file holding the recent history")],
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
+    id_column: Annotated[str | None, typer.Option(help="long format: the series-id column")] = None,
     output: Annotated[str | None, typer.Option(help="write the forecast to this CSV")] = None,
     tracking_uri: TrackingUri = None,
 ) -> None:
@@ -406,7 +409,9 @@ def predict(
     from pipelines.tracking import connect, resolve_tracking_uri
 
     connect(resolve_tracking_uri(tracking_uri))
-    frame = forecast_next(model_uri, data_settings(data, time_column, target, None))
+    frame = forecast_next(
+        model_uri, {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    )
     if output:
         frame.to_csv(output, index=False)
         print(f"wrote {len(frame)} forecast rows to {output}")

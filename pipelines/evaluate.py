@@ -27,6 +27,8 @@ def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConf
     own = predictor.config.data
     if not overrides:
         return own
+    if set(overrides) == {"id_column"}:  # the model's own file, read as long format
+        return own.model_copy(update=overrides)
     base = own.model_dump()
     base.update(dataset=None, path=None, time_column=None, target=None, id_column=None)
     base["covariates"] = predictor.features[1:]
