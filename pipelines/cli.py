@@ -295,7 +295,7 @@ def series_table(per_series: dict[str, dict[str, dict[str, float]]]) -> None:
     names = list(next(iter(per_series.values())))
     rows = [[key, *(metrics[n]["mase"] for n in names)] for key, metrics in per_series.items()]
     table(
-        "test MASE per series (lower is better; < naive's means it beats repeating the last value)",
+        "test MASE per series (below naive's: better than repeating the last value)",
         ["series", *names],
         rows,
     )

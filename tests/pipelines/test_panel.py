@@ -114,3 +114,27 @@ def test_backtest_and_predict_on_the_bundled_panel(tracking_uri, tmp_path):
     assert unseen.exit_code == 0, unseen.output
     scores = json.loads(unseen.stdout.strip().splitlines()[-1])
     assert np.isfinite(scores["metrics"]["model"]["mase"])
+
+
+def test_the_forecast_plot_shows_the_best_median_and_worst_series():
+    from forecaster.evaluation import Evaluation, pool
+    from pipelines.plots import forecast_vs_actual, series_picks
+
+    def result(mase: float, seed: int) -> Evaluation:
+        rng = np.random.default_rng(seed)
+        actual = rng.normal(size=(6, 3))
+        forecasts = {"model": actual + mase, "naive": actual + 1.0}
+        metrics = {name: {"mae": 1.0, "rmse": 1.0, "smape": 1.0, "mase": mase, "directional_accuracy": 0.5}
+                   for name in forecasts}  # fmt: skip
+        times = np.datetime64("2024-01-01") + np.arange(18).reshape(6, 3).astype("timedelta64[D]")
+        return Evaluation("test", 6, metrics, {}, forecasts, actual, rng.normal(size=(6, 5)), times, None)
+
+    panel = pool({"c": result(3.0, 0), "a": result(0.5, 1), "d": result(9.0, 2), "b": result(1.0, 3)})
+    labels = [label for label, _ in series_picks(panel)]
+    assert labels == [
+        "best series a (MASE 0.500)",
+        "median series b (MASE 1.000)",
+        "worst series d (MASE 9.000)",
+    ]
+    figure = forecast_vs_actual(panel, "panel")
+    assert [ax.get_title().split(":")[0] for ax in figure.axes] == labels
