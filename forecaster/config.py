@@ -125,6 +125,12 @@ class ModelConfig(StrictModel):
     quantiles: list[float] = Field(
         default_factory=list, description="quantile outputs (with train.loss=quantile); empty = point"
     )
+    series_embedding: int = Field(
+        0,
+        ge=0,
+        description="panels: a learned vector of this size per series seen in training, beside its "
+        "window (series sent without a known id use a learned 'unknown' one); 0 = none",
+    )
 
     @model_validator(mode="after")
     def _quantiles_sorted(self) -> ModelConfig:
@@ -200,6 +206,8 @@ class ForecastConfig(StrictModel):
                 "by its own mean and spread, so series of any scale, seen in training or not, are "
                 f"forecast alike (got {model.level_norm!r})"
             )
+        if model.series_embedding and self.data.id_column is None:
+            raise ValueError("model.series_embedding: panels only (set data.id_column)")
         if any(not 0 < level < 1 for level in self.intervals):
             raise ValueError("intervals: coverage levels strictly between 0 and 1, e.g. [0.8, 0.95]")
         return self

@@ -51,7 +51,10 @@ def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str =
     past = windows.past()  # (N, L, F)
     actual = windows.target()  # (N, H)
     times = windows.past_times() if predictor.uses_calendar else None
-    prediction = predictor.predict(past, times, return_attention=True, future=windows.future_covariates())
+    ids = None if prepared.series.series_id is None else [prepared.series.series_id] * len(past)
+    prediction = predictor.predict(
+        past, times, return_attention=True, future=windows.future_covariates(), series_ids=ids
+    )
     past_target = past[:, :, 0]  # (N, L)
     period = seasonal_period(prepared.series.frequency)
     forecasts = {

@@ -26,6 +26,7 @@ from forecaster.data.calendar import calendar_feature_names, calendar_features, 
 from forecaster.data.frequency import seasonal_period, step_of
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
+from forecaster.models.series_embedding import SeriesEmbedded
 
 WEIGHTS_FILE = "network.pt"
 META_FILE = "predictor.json"
@@ -133,14 +134,16 @@ class Predictor:
             raise ValueError("this model uses calendar features: timestamps are required")
         future_times = None if times is None else self.future_times(times[:, -1])
         centre, spread = self.scales(past, series_ids)  # (N, 1, F) each
+        known = self._series_indices(series_ids, len(past))  # (N,) or None
         means, weights, quantiles = [], [], []
         for lo in range(0, len(past), chunk_size):
             hi = lo + chunk_size
             chunk_times = None if times is None else times[lo:hi]
             chunk_future = None if future_times is None else future_times[lo:hi]
             chunk_ahead = None if ahead is None else ahead[lo:hi]
+            chunk_known = None if known is None else known[lo:hi]
             mean, attention, quantile = self._forward(
-                past[lo:hi], chunk_times, chunk_future, chunk_ahead, centre[lo:hi], spread[lo:hi]
+                past[lo:hi], chunk_times, chunk_future, chunk_ahead, centre[lo:hi], spread[lo:hi], chunk_known
             )
             means.append(mean)
             weights.append(attention)
@@ -216,6 +219,14 @@ class Predictor:
                 centre[i, 0], spread[i, 0] = stored.mean, stored.std
         return centre, spread
 
+    def _series_indices(self, series_ids: list[str | None] | None, count: int) -> np.ndarray | None:
+        """For a model with a series embedding: each window's series position, -1 when unknown."""
+        if not isinstance(self.network, SeriesEmbedded):
+            return None
+        positions = {key: i for i, key in enumerate(self.series_scalers)}
+        ids = series_ids or [None] * count
+        return np.array([positions.get(key, -1) if key is not None else -1 for key in ids], dtype=np.int64)
+
     def future_times(self, last: np.ndarray) -> np.ndarray:
         """(N,) last timestamps -> (N, H) future timestamps at the model's frequency."""
         offset = step_of(self.frequency)
@@ -234,6 +245,7 @@ class Predictor:
         ahead: np.ndarray | None,  # (n, H, Kf) raw future covariates
         centre: np.ndarray,  # (n, 1, F)
         spread: np.ndarray,  # (n, 1, F)
+        series: np.ndarray | None = None,  # (n,) positions for a series embedding, -1 unknown
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         x = (past - centre) / spread  # (n, L, F)
         known = []  # the forecast steps' known inputs: future covariates, then calendar
@@ -243,8 +255,9 @@ class Predictor:
             x = np.concatenate([x, self._calendar(times)], axis=-1)  # (n, L, F+K)
             known.append(self._calendar(future_times))  # (n, H, K)
         future = self._tensor(np.concatenate(known, axis=-1)) if known else None  # (n, H, Kf+K)
+        extra = {} if series is None else {"series": torch.as_tensor(series, device=self.device)}
         with torch.inference_mode():
-            out = self.network(self._tensor(x), future)
+            out = self.network(self._tensor(x), future, **extra)
         target_centre, target_spread = centre[:, :, 0], spread[:, :, 0]  # (n, 1)
         mean = out.mean.float().cpu().numpy().astype(np.float64) * target_spread + target_centre
         attention = None if out.attention is None else out.attention.float().cpu().numpy()
@@ -287,6 +300,7 @@ class Predictor:
             calendar_features=len(calendar) if config.data.calendar_features else 0,
             horizon=config.window.horizon,
             future_covariates=len(config.data.future_covariates),
+            series_count=len(meta.get("series_scalers", {})),
         )
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         network.load_state_dict(state)

@@ -44,6 +44,7 @@ def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
         calendar_features=calendar,
         horizon=config.window.horizon,
         future_covariates=len(prepared.series.future_covariates),
+        series_count=len(prepared.members) if isinstance(prepared, PreparedPanel) else 0,
     )
     # val MAE in the target's units: a panel's series each have their own, so their mean
     target_scale = float(np.mean([part.scaler.std[0] for part in prepared.parts]))
@@ -62,10 +63,16 @@ def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
     )
 
 
-def forecast_windows(predictor: Predictor, windows: SeriesWindows, attention: bool = False):
-    """The predictor on raw windows of one series, with what they know of the future."""
+def forecast_windows(
+    predictor: Predictor, windows: SeriesWindows, attention: bool = False, series_id: str | None = None
+):
+    """The predictor on raw windows of one series, with what they know of the future (and, for a
+    panel member, which series they are)."""
     times = windows.past_times() if predictor.uses_calendar else None
-    return predictor.predict(windows.past(), times, attention, future=windows.future_covariates())
+    ids = None if series_id is None else [series_id] * len(windows)
+    return predictor.predict(
+        windows.past(), times, attention, future=windows.future_covariates(), series_ids=ids
+    )
 
 
 def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[float]) -> None:
@@ -76,7 +83,7 @@ def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[f
     for part in prepared.parts:
         windows = part.windows("selection")
         targets.append(windows.target())
-        forecasts.append(forecast_windows(predictor, windows).mean)
+        forecasts.append(forecast_windows(predictor, windows, series_id=part.series.series_id).mean)
         pasts.append(windows.past()[:, :, 0])
     predictor.conformal = conformal_scores(
         np.concatenate(targets),

@@ -59,8 +59,8 @@ class PreparedSeries:
             ahead=ahead,
         )
 
-    def dataset(self, split: str) -> Dataset:
-        return WindowDataset(self.windows(split, scaled=True))
+    def dataset(self, split: str, series_index: int | None = None) -> Dataset:
+        return WindowDataset(self.windows(split, scaled=True), series_index)
 
     def split_summary(self) -> dict[str, dict[str, object]]:
         """Rows and date range of each split (logged with every run)."""
@@ -99,7 +99,7 @@ class PreparedPanel:
 
     def dataset(self, split: str) -> Dataset:
         """Windows drawn across all series (shuffled together for training)."""
-        return ConcatDataset([part.dataset(split) for part in self.parts])
+        return ConcatDataset([part.dataset(split, i) for i, part in enumerate(self.parts)])
 
     def scalers(self) -> dict[str, StandardScaler]:
         return {key: part.scaler for key, part in self.members.items()}

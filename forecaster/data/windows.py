@@ -76,7 +76,8 @@ class WindowDataset(Dataset):
     """Scaled windows for training: each item is ``past`` (L, F+K) with calendar features appended,
     ``future`` (H, Kf+K) (future covariates, then calendar) or empty, and ``target`` (H,)."""
 
-    def __init__(self, windows: SeriesWindows) -> None:
+    def __init__(self, windows: SeriesWindows, series_index: int | None = None) -> None:
+        self.series_index = series_index  # a panel member's position, for series embeddings
         self.values = torch.as_tensor(windows.values, dtype=torch.float32)
         self.calendar = (
             None if windows.calendar is None else torch.as_tensor(windows.calendar, dtype=torch.float32)
@@ -103,4 +104,6 @@ class WindowDataset(Dataset):
         if known:
             item["future"] = torch.cat(known, dim=-1)  # (H, Kf+K)
         item["past"] = past
+        if self.series_index is not None:
+            item["series"] = torch.tensor(self.series_index)
         return item

@@ -16,6 +16,7 @@ from forecaster.data.panel import load_panel
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError, DataError
 from forecaster.evaluation import evaluate
+from forecaster.predictor import Predictor
 from forecaster.training import train_model
 
 LONG = (
@@ -151,3 +152,27 @@ def test_a_panel_model_forecasts_any_series_from_its_own_window(tmp_path):
     assert result.metrics["model"]["mase"] == pytest.approx(np.mean(mases))
     assert result.metrics["model"]["mase_median"] == pytest.approx(np.median(mases))
     assert result.metrics["model"]["mase"] < result.metrics["naive"]["mase"]  # a sine is learnable
+
+
+def test_a_series_embedding_is_learned_for_seen_ids_and_unknown_ones_still_forecast(tmp_path):
+    frame = long_frame({"a": ("2020-01-01", 400), "b": ("2020-02-01", 360)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = config(path)
+    cfg.model.series_embedding = 4
+    prepared = prepare(load_from_config(cfg.data), cfg)
+    assert prepared.dataset("train")[0]["series"] == 0 and prepared.dataset("train")[-1]["series"] == 1
+    predictor = train_model(cfg, prepared).predictor
+    past = prepared.members["b"].windows("test").past()[:, :, 0]
+    as_b = predictor.predict(past, series_ids=["b"] * len(past)).mean
+    as_a = predictor.predict(past, series_ids=["a"] * len(past)).mean
+    unknown = predictor.predict(past).mean  # no id (as the service sends): the learned "unknown" row
+    assert not np.allclose(as_b, as_a) and not np.allclose(as_b, unknown)
+    assert np.isfinite(unknown).all()
+    np.testing.assert_allclose(predictor.predict(past, series_ids=["zz"] * len(past)).mean, unknown)
+    reloaded = Predictor.load(predictor.save(tmp_path / "saved"))
+    np.testing.assert_allclose(reloaded.predict(past, series_ids=["b"] * len(past)).mean, as_b, rtol=1e-6)
+    result = evaluate(predictor, prepared, "test")  # each member scored as itself
+    np.testing.assert_allclose(result.per_series["b"].forecasts["model"], as_b)
+    with pytest.raises(ValueError, match="series_embedding: panels only"):
+        ForecastConfig.model_validate({"data": {"dataset": "ibm"}, "model": {"series_embedding": 4}})
