@@ -23,6 +23,16 @@ class DataConfig(StrictModel):
     time_column: str | None = None
     target: str | None = None
     covariates: list[str] = Field(default_factory=list, description="past covariate columns")
+    future_covariates: list[str] = Field(
+        default_factory=list,
+        description="columns known in advance (holidays, a weather forecast): the network gets their "
+        "values for the H forecast steps, so a request must send them",
+    )
+    id_column: str | None = Field(
+        None,
+        description="long format: the column naming each series; one model is trained across all of "
+        "them (a panel), each scaled on its own training rows",
+    )
     frequency: str | None = Field(None, description="pandas offset alias; inferred when empty")
     fill: Literal["interpolate", "ffill"] | None = None
     duplicates: Literal["first", "last", "mean"] | None = None
@@ -34,6 +44,20 @@ class DataConfig(StrictModel):
             raise ValueError("data: give either `dataset` (a bundled name) or `path` (a file)")
         if self.dataset is None and (self.time_column is None or self.target is None):
             raise ValueError("data: a file given by `path` needs `time_column` and `target`")
+        return self
+
+    @model_validator(mode="after")
+    def _columns_have_one_role(self) -> DataConfig:
+        both = sorted(set(self.covariates) & set(self.future_covariates))
+        if both:
+            raise ValueError(f"data: {both} listed as both past and future covariates; pick one")
+        if self.target is not None and self.target in self.future_covariates:
+            raise ValueError(f"data: the target {self.target!r} cannot be a future covariate")
+        if len(set(self.future_covariates)) != len(self.future_covariates):
+            raise ValueError("data.future_covariates: a column is listed twice")
+        roles = {self.target, self.time_column, *self.covariates, *self.future_covariates}
+        if self.id_column is not None and self.id_column in roles:
+            raise ValueError(f"data.id_column {self.id_column!r} is also used as a time, target or covariate")
         return self
 
 
@@ -86,8 +110,11 @@ class ModelConfig(StrictModel):
         "horizon position), no feedback, all H steps in one fused recurrent call: faster to train "
         "and serve, no exposure bias, teacher forcing ignored",
     )
-    level_norm: Literal["none", "last", "mean"] = Field(
-        "last", description="forecast relative to the window's last value or mean (RevIN/NLinear)"
+    level_norm: Literal["none", "last", "mean", "standard"] = Field(
+        "last",
+        description="forecast relative to the window's last value or mean (NLinear), or `standard`: "
+        "minus the window's mean, divided by its standard deviation (RevIN); panel models need "
+        "`standard`, so that any series, seen in training or not, is forecast from its own window",
     )
     teacher_forcing: float = Field(0.5, ge=0, le=1, description="seq2seq: start ratio")
     teacher_forcing_decay: float = Field(0.9, ge=0, le=1, description="multiplied in per epoch")
@@ -101,6 +128,12 @@ class ModelConfig(StrictModel):
     highway: int = Field(0, ge=0, description="linear autoregressive skip over the last N steps (LSTNet)")
     quantiles: list[float] = Field(
         default_factory=list, description="quantile outputs (with train.loss=quantile); empty = point"
+    )
+    series_embedding: int = Field(
+        0,
+        ge=0,
+        description="panels: a learned vector of this size per series seen in training, beside its "
+        "window (series sent without a known id use a learned 'unknown' one); 0 = none",
     )
 
     @model_validator(mode="after")
@@ -166,6 +199,14 @@ class ForecastConfig(StrictModel):
             self._check_segments(model, window)
         if model.highway > window.lookback:
             raise ValueError(f"model.highway ({model.highway}) exceeds window.lookback ({window.lookback})")
+        if self.data.id_column is not None and model.level_norm != "standard":
+            raise ValueError(
+                "model.level_norm: a panel (data.id_column) needs `standard`: each window is scaled "
+                "by its own mean and spread, so series of any scale, seen in training or not, are "
+                f"forecast alike (got {model.level_norm!r})"
+            )
+        if model.series_embedding and self.data.id_column is None:
+            raise ValueError("model.series_embedding: panels only (set data.id_column)")
         if any(not 0 < level < 1 for level in self.intervals):
             raise ValueError("intervals: coverage levels strictly between 0 and 1, e.g. [0.8, 0.95]")
         return self

@@ -1,4 +1,5 @@
-"""Score a predictor against the baselines on the same windows, in original units."""
+"""Score a predictor against the baselines on the same windows, in original units; a panel per
+series and pooled (MASE, scale-free, averaged over series: its mean and median)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from forecaster.baselines import baseline_forecasts
 from forecaster.conformal import coverage, interval_quantiles
-from forecaster.data.datamodule import PreparedSeries
+from forecaster.data.datamodule import Prepared, PreparedPanel, PreparedSeries
 from forecaster.data.frequency import seasonal_period
 from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
 from forecaster.predictor import Predictor
@@ -29,18 +30,31 @@ class Evaluation:
     attention: np.ndarray | None  # (N, H, L) for attention models
     intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
+    per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
 
     def skill(self, metric: str = "mae", baseline: str = "naive") -> float:
         """1 - model/baseline: > 0 means the model beats the baseline."""
         return 1.0 - self.metrics[MODEL][metric] / self.metrics[baseline][metric]
 
 
-def evaluate(predictor: Predictor, prepared: PreparedSeries, split: str = "test") -> Evaluation:
+def evaluate(predictor: Predictor, prepared: Prepared, split: str = "test") -> Evaluation:
+    """One series' evaluation, or a panel's: each series scored alone (``per_series``), and the
+    windows of all pooled, MASE being the mean over series (``mase_median`` beside it)."""
+    if isinstance(prepared, PreparedPanel):
+        per_series = {key: evaluate(predictor, part, split) for key, part in prepared.members.items()}
+        return pool(per_series)
+    return evaluate_series(predictor, prepared, split)
+
+
+def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str = "test") -> Evaluation:
     windows = prepared.windows(split)  # raw units, every window (stride 1)
     past = windows.past()  # (N, L, F)
     actual = windows.target()  # (N, H)
     times = windows.past_times() if predictor.uses_calendar else None
-    prediction = predictor.predict(past, times, return_attention=True)
+    ids = None if prepared.series.series_id is None else [prepared.series.series_id] * len(past)
+    prediction = predictor.predict(
+        past, times, return_attention=True, future=windows.future_covariates(), series_ids=ids
+    )
     past_target = past[:, :, 0]  # (N, L)
     period = seasonal_period(prepared.series.frequency)
     forecasts = {
@@ -66,4 +80,45 @@ def evaluate(predictor: Predictor, prepared: PreparedSeries, split: str = "test"
         attention=prediction.attention,
         intervals=intervals,
         quantiles=prediction.quantiles,
+    )
+
+
+def pool(per_series: dict[str, Evaluation]) -> Evaluation:
+    """All series' windows together; MASE (each series' own scale) averaged over series, so a
+    series priced in hundreds does not outweigh one priced in ones."""
+    parts = list(per_series.values())
+    first = parts[0]
+
+    def stacked(get) -> np.ndarray:
+        return np.concatenate([get(part) for part in parts])
+
+    actual = stacked(lambda e: e.actual)
+    past_target = stacked(lambda e: e.past_target)
+    forecasts = {name: stacked(lambda e, n=name: e.forecasts[n]) for name in first.forecasts}
+    metrics = {}
+    for name, forecast in forecasts.items():
+        mase_values = np.array([part.metrics[name]["mase"] for part in parts])
+        metrics[name] = {
+            **all_metrics(actual, forecast, past_target[:, -1], 1.0),
+            "mase": float(np.mean(mase_values)),
+            "mase_median": float(np.median(mase_values)),
+        }
+    quantiles = {level: stacked(lambda e, q=level: e.quantiles[q]) for level in first.quantiles}
+    intervals = {}
+    for level in first.intervals:
+        lower, upper = interval_quantiles(level)
+        intervals[level] = coverage(actual, quantiles[lower], quantiles[upper])
+    return Evaluation(
+        split=first.split,
+        windows=len(actual),
+        metrics=metrics,
+        per_step_mae={name: per_step_mae(actual, f) for name, f in forecasts.items()},
+        forecasts=forecasts,
+        actual=actual,
+        past_target=past_target,
+        future_times=stacked(lambda e: e.future_times),
+        attention=None if first.attention is None else stacked(lambda e: e.attention),
+        intervals=intervals,
+        quantiles=quantiles,
+        per_series=per_series,
     )

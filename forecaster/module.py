@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from forecaster.models.quantiles import pinball_loss
+from forecaster.models.series_embedding import SeriesEmbedded
 
 LOSSES = {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}
 
@@ -45,11 +46,13 @@ class ForecastModule(pl.LightningModule):
     def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
         training = stage == "train"
         target = batch["target"]  # (B, H)
+        known = {"series": batch["series"]} if isinstance(self.network, SeriesEmbedded) else {}
         out = self.network(
             batch["past"],
             batch.get("future"),
             target if training else None,
             self.teacher_forcing_ratio if training else 0.0,
+            **known,
         )
         if self.loss_fn is None:
             loss = pinball_loss(out.quantiles, target, self.quantile_levels)

@@ -1,6 +1,12 @@
 """A trained network with everything needed to use it on raw data: config, fitted scaler, feature
 names, frequency. This is what the MLflow pyfunc, the evaluation and the service all call, so the
-same windows give the same numbers everywhere."""
+same windows give the same numbers everywhere.
+
+A panel model (trained across many series, each scaled on its own training rows) scales each
+window by its own mean and spread at inference: its network normalises every window that way
+(``level_norm: standard``), so the forecast is the same whichever affine scaling came first, and a
+series never seen in training is forecast from its own window, with no statistics borrowed from
+another series. ``series_ids`` may name a stored series scaler instead (same forecast)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from forecaster.data.calendar import calendar_feature_names, calendar_features, 
 from forecaster.data.frequency import seasonal_period, step_of
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
+from forecaster.models.series_embedding import SeriesEmbedded
 
 WEIGHTS_FILE = "network.pt"
 META_FILE = "predictor.json"
@@ -50,6 +57,8 @@ class Predictor:
         self.device = torch.device("cpu")
         self.dtype = torch.float32
         self.conformal: dict[float, np.ndarray] = {}  # level -> (H,) score quantiles (x volatility)
+        self.future_scaler: StandardScaler | None = None  # future covariates, fitted on train rows
+        self.series_scalers: dict[str, StandardScaler] = {}  # a panel's, by series id
 
     # -- what the model expects -------------------------------------------------------------
     @property
@@ -67,6 +76,16 @@ class Predictor:
     @property
     def calendar_names(self) -> list[str]:
         return calendar_feature_names(is_sub_daily(self.frequency)) if self.uses_calendar else []
+
+    @property
+    def future_covariates(self) -> list[str]:
+        """Columns whose values for the H forecast steps every forecast needs."""
+        return self.config.data.future_covariates
+
+    @property
+    def is_panel(self) -> bool:
+        """Trained across many series: each window brings its own scaling."""
+        return self.config.data.id_column is not None
 
     @property
     def has_attention(self) -> bool:
@@ -101,21 +120,37 @@ class Predictor:
         timestamps: np.ndarray | None = None,
         return_attention: bool = False,
         chunk_size: int = 2048,
+        future: np.ndarray | None = None,
+        series_ids: list[str | None] | None = None,
     ) -> Prediction:
         """``values``: (N, T, F) raw windows, or (N, T) for a univariate model, T >= L (the last
-        L steps are used). ``timestamps`` (N, T) are required for calendar models."""
+        L steps are used). ``timestamps`` (N, T) are required for calendar models; ``future``
+        (N, H, Kf) raw values of the future covariates over the forecast steps, for models that
+        have them. ``series_ids`` (panel models): a stored series' scaler per window, or None."""
         past = self._as_windows(values)  # (N, L, F)
+        ahead = self._as_future(future, len(past))  # (N, H, Kf) or None
         times = None if timestamps is None else np.asarray(timestamps)[:, -self.lookback :]
         if self.uses_calendar and times is None:
             raise ValueError("this model uses calendar features: timestamps are required")
         future_times = None if times is None else self.future_times(times[:, -1])
+        centre, spread = self.scales(past, series_ids)  # (N, 1, F) each
+        known = self._series_indices(series_ids, len(past))  # (N,) or None
         means, weights, quantiles = [], [], []
         for lo in range(0, len(past), chunk_size):
             hi = lo + chunk_size
             chunk_times = None if times is None else times[lo:hi]
             chunk_future = None if future_times is None else future_times[lo:hi]
+            chunk_ahead = None if ahead is None else ahead[lo:hi]
+            chunk_known = None if known is None else known[lo:hi]
             mean, attention, quantile = self._forward(
-                past[lo:hi], chunk_times, chunk_future, return_attention and self.has_attention
+                past[lo:hi],
+                chunk_times,
+                chunk_future,
+                chunk_ahead,
+                centre[lo:hi],
+                spread[lo:hi],
+                chunk_known,
+                return_attention and self.has_attention,
             )
             means.append(mean)
             weights.append(attention)
@@ -154,6 +189,51 @@ class Predictor:
             raise ValueError(f"windows need at least {self.lookback} steps, got {past.shape[1]}")
         return past[:, -self.lookback :]
 
+    def _as_future(self, future: np.ndarray | None, windows: int) -> np.ndarray | None:
+        names = self.future_covariates
+        if not names:
+            if future is not None and np.size(future):
+                raise ValueError("this model takes no future covariates")
+            return None
+        if future is None:
+            raise ValueError(f"this model needs the future covariates {names} for the {self.horizon} steps")
+        ahead = np.asarray(future, dtype=np.float64)
+        if ahead.ndim == 2 and len(names) == 1:
+            ahead = ahead[..., None]
+        expected = (windows, self.horizon, len(names))
+        if ahead.shape != expected:
+            raise ValueError(f"future covariates {names}: expected shape {expected}, got {ahead.shape}")
+        return ahead
+
+    def scales(
+        self, past: np.ndarray, series_ids: list[str | None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per window (N, 1, F): the centre and spread its values are scaled by. One fitted scaler
+        for a single-series model; for a panel model a stored series' scaler where ``series_ids``
+        names one, else the window's own mean and standard deviation."""
+        count, features = len(past), past.shape[2]
+        if not self.is_panel:
+            return (
+                np.broadcast_to(self.scaler.mean, (count, 1, features)),
+                np.broadcast_to(self.scaler.std, (count, 1, features)),
+            )
+        centre = past.mean(axis=1, keepdims=True)  # (N, 1, F)
+        spread = past.std(axis=1, keepdims=True)
+        spread = np.where(spread > 1e-12, spread, 1.0)
+        for i, key in enumerate(series_ids or []):
+            stored = self.series_scalers.get(key) if key is not None else None
+            if stored is not None:
+                centre[i, 0], spread[i, 0] = stored.mean, stored.std
+        return centre, spread
+
+    def _series_indices(self, series_ids: list[str | None] | None, count: int) -> np.ndarray | None:
+        """For a model with a series embedding: each window's series position, -1 when unknown."""
+        if not isinstance(self.network, SeriesEmbedded):
+            return None
+        positions = {key: i for i, key in enumerate(self.series_scalers)}
+        ids = series_ids or [None] * count
+        return np.array([positions.get(key, -1) if key is not None else -1 for key in ids], dtype=np.int64)
+
     def future_times(self, last: np.ndarray) -> np.ndarray:
         """(N,) last timestamps -> (N, H) future timestamps at the model's frequency."""
         offset = step_of(self.frequency)
@@ -166,24 +246,34 @@ class Predictor:
 
     def _forward(
         self,
-        past: np.ndarray,
-        times: np.ndarray | None,
-        future_times: np.ndarray | None,
+        past: np.ndarray,  # (n, L, F) raw
+        times: np.ndarray | None,  # (n, L)
+        future_times: np.ndarray | None,  # (n, H)
+        ahead: np.ndarray | None,  # (n, H, Kf) raw future covariates
+        centre: np.ndarray,  # (n, 1, F)
+        spread: np.ndarray,  # (n, 1, F)
+        series: np.ndarray | None = None,  # (n,) positions for a series embedding, -1 unknown
         return_attention: bool = False,
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        x = self.scaler.transform(past)  # (n, L, F)
-        future = None
+        x = (past - centre) / spread  # (n, L, F)
+        known = []  # the forecast steps' known inputs: future covariates, then calendar
+        if ahead is not None:
+            known.append(self.future_scaler.transform(ahead))  # (n, H, Kf)
         if self.uses_calendar:
             x = np.concatenate([x, self._calendar(times)], axis=-1)  # (n, L, F+K)
-            future = self._tensor(self._calendar(future_times))  # (n, H, K)
+            known.append(self._calendar(future_times))  # (n, H, K)
+        future = self._tensor(np.concatenate(known, axis=-1)) if known else None  # (n, H, Kf+K)
+        extra = {} if series is None else {"series": torch.as_tensor(series, device=self.device)}
         with torch.inference_mode():
-            out = self.network(self._tensor(x), future)
-        mean = self.scaler.inverse_target(out.mean.float().cpu().numpy().astype(np.float64))
-        weights = out.attention_per_step() if return_attention else None  # (n, H, L)
+            out = self.network(self._tensor(x), future, **extra)
+            weights = out.attention_per_step() if return_attention else None  # (n, H, L)
+        target_centre, target_spread = centre[:, :, 0], spread[:, :, 0]  # (n, 1)
+        mean = out.mean.float().cpu().numpy().astype(np.float64) * target_spread + target_centre
         attention = None if weights is None else weights.float().cpu().numpy()
         quantiles = None
-        if out.quantiles is not None:
-            quantiles = self.scaler.inverse_target(out.quantiles.float().cpu().numpy().astype(np.float64))
+        if out.quantiles is not None:  # (n, H, Q)
+            raw = out.quantiles.float().cpu().numpy().astype(np.float64)
+            quantiles = raw * target_spread[..., None] + target_centre[..., None]
         return mean, attention, quantiles
 
     def _tensor(self, array: np.ndarray) -> torch.Tensor:
@@ -201,6 +291,8 @@ class Predictor:
             "features": self.features,
             "frequency": self.frequency,
             "conformal": {str(level): width.tolist() for level, width in self.conformal.items()},
+            "future_scaler": None if self.future_scaler is None else self.future_scaler.to_dict(),
+            "series_scalers": {key: scaler.to_dict() for key, scaler in self.series_scalers.items()},
         }
         (directory / META_FILE).write_text(json.dumps(meta, indent=2))
         return directory
@@ -216,6 +308,8 @@ class Predictor:
             series_features=len(meta["features"]),
             calendar_features=len(calendar) if config.data.calendar_features else 0,
             horizon=config.window.horizon,
+            future_covariates=len(config.data.future_covariates),
+            series_count=len(meta.get("series_scalers", {})),
         )
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         network.load_state_dict(state)
@@ -223,4 +317,9 @@ class Predictor:
             network, config, StandardScaler.from_dict(meta["scaler"]), meta["features"], meta["frequency"]
         )
         predictor.conformal = {float(k): np.asarray(v) for k, v in meta.get("conformal", {}).items()}
+        if meta.get("future_scaler"):
+            predictor.future_scaler = StandardScaler.from_dict(meta["future_scaler"])
+        predictor.series_scalers = {
+            key: StandardScaler.from_dict(value) for key, value in meta.get("series_scalers", {}).items()
+        }
         return predictor

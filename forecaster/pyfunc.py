@@ -21,7 +21,10 @@ ARTIFACT_KEY = "predictor"
 class ForecastPyfunc(mlflow.pyfunc.PythonModel):
     """Input: raw windows, (N, L) for a univariate model or (N, L, F) (feature order as in the
     model's metadata); for calendar models a dict with ``values`` and ``timestamps`` (unix
-    seconds, (N, L)). Output: (N, H) forecasts in the target's units."""
+    seconds, (N, L)), and for models with future covariates ``future`` (N, H, Kf), their values
+    over the forecast steps (order as in the metadata's ``future_covariates``). Many series per
+    call: one window each; a panel model scales each window by itself. Output: (N, H) forecasts
+    in the target's units."""
 
     predictor: Predictor
 
@@ -41,24 +44,27 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
         inferring a schema from it: the logged signature (``signature_for``) stays the contract,
         and MLflow stops warning that ``predict`` has no type hints. Calendar models receive a
         dict of arrays (``values``, ``timestamps``) as the signature says; a DataFrame also works."""
-        values, timestamps = _split_input(model_input)
-        prediction = self.predictor.predict(values, timestamps)
+        values, timestamps, future = _split_input(model_input)
+        known = {} if future is None else {"future": future}  # the call stays as it was without
+        prediction = self.predictor.predict(values, timestamps, **known)
         if not (params or {}).get("intervals"):
             return prediction.mean
         return {"forecast": prediction.mean, **{f"{q:g}": v for q, v in prediction.quantiles.items()}}
 
 
-def _split_input(model_input: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def _split_input(model_input: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     if isinstance(model_input, dict):
         timestamps = model_input.get("timestamps")
         if timestamps is not None:
             timestamps = pd.to_datetime(np.asarray(timestamps).reshape(-1), unit="s").values.reshape(
                 np.shape(timestamps)
             )
-        return np.asarray(model_input["values"], dtype=np.float64), timestamps
+        future = model_input.get("future")
+        future = None if future is None else np.asarray(future, dtype=np.float64)
+        return np.asarray(model_input["values"], dtype=np.float64), timestamps, future
     if isinstance(model_input, pd.DataFrame):
-        return model_input.to_numpy(dtype=np.float64), None
-    return np.asarray(model_input, dtype=np.float64), None
+        return model_input.to_numpy(dtype=np.float64), None, None
+    return np.asarray(model_input, dtype=np.float64), None, None
 
 
 def signature_for(predictor: Predictor) -> ModelSignature:
@@ -66,27 +72,34 @@ def signature_for(predictor: Predictor) -> ModelSignature:
     shape = (-1, lookback) if features == 1 else (-1, lookback, features)
     outputs = Schema([TensorSpec(np.dtype(np.float64), (-1, predictor.horizon))])
     params = ParamSchema([ParamSpec("intervals", "boolean", False)])
-    if not predictor.uses_calendar:
+    if not predictor.uses_calendar and not predictor.future_covariates:
         inputs = Schema([TensorSpec(np.dtype(np.float64), shape)])
         return ModelSignature(inputs=inputs, outputs=outputs, params=params)
-    inputs = Schema(
-        [
-            TensorSpec(np.dtype(np.float64), shape, name="values"),
-            TensorSpec(np.dtype(np.int64), (-1, lookback), name="timestamps"),
-        ]
-    )
-    return ModelSignature(inputs=inputs, outputs=outputs, params=params)
+    specs = [TensorSpec(np.dtype(np.float64), shape, name="values")]
+    if predictor.uses_calendar:
+        specs.append(TensorSpec(np.dtype(np.int64), (-1, lookback), name="timestamps"))
+    if predictor.future_covariates:
+        ahead = (-1, predictor.horizon, len(predictor.future_covariates))
+        specs.append(TensorSpec(np.dtype(np.float64), ahead, name="future"))
+    return ModelSignature(inputs=Schema(specs), outputs=outputs, params=params)
 
 
 def input_example_for(
-    predictor: Predictor, past: np.ndarray, past_times: np.ndarray | None
+    predictor: Predictor,
+    past: np.ndarray,
+    past_times: np.ndarray | None,
+    future: np.ndarray | None = None,
 ) -> np.ndarray | dict[str, np.ndarray]:
-    """One raw window in the signature's layout."""
+    """One raw window in the signature's layout (``future``: its (1, H, Kf) future covariates)."""
     values = past[:1, :, 0] if len(predictor.features) == 1 else past[:1]
-    if not predictor.uses_calendar:
+    if not predictor.uses_calendar and not predictor.future_covariates:
         return values
-    seconds = past_times[:1].astype("datetime64[s]").astype(np.int64)
-    return {"values": values, "timestamps": seconds}
+    example = {"values": values}
+    if predictor.uses_calendar:
+        example["timestamps"] = past_times[:1].astype("datetime64[s]").astype(np.int64)
+    if predictor.future_covariates:
+        example["future"] = future[:1]
+    return example
 
 
 def pip_requirements() -> list[str]:

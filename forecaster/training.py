@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, EarlyStopping, ProgressBar
@@ -18,7 +19,9 @@ from pytorch_lightning.loggers import Logger
 from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
 from forecaster.config import ForecastConfig
 from forecaster.conformal import conformal_scores
-from forecaster.data.datamodule import ForecastDataModule, PreparedSeries
+from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
+from forecaster.data.scaling import StandardScaler
+from forecaster.data.windows import SeriesWindows
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
 from forecaster.predictor import Predictor
@@ -33,14 +36,18 @@ class TrainedModel:
     is_global_zero: bool = True
 
 
-def build_module(config: ForecastConfig, prepared: PreparedSeries) -> ForecastModule:
+def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
     calendar = 0 if prepared.calendar is None else prepared.calendar.shape[1]
     network = build_network(
         config.model,
         series_features=len(prepared.series.columns),
         calendar_features=calendar,
         horizon=config.window.horizon,
+        future_covariates=len(prepared.series.future_covariates),
+        series_count=len(prepared.members) if isinstance(prepared, PreparedPanel) else 0,
     )
+    # val MAE in the target's units: a panel's series each have their own, so their mean
+    target_scale = float(np.mean([part.scaler.std[0] for part in prepared.parts]))
     is_seq2seq = config.model.architecture == "seq2seq"
     return ForecastModule(
         network,
@@ -51,26 +58,64 @@ def build_module(config: ForecastConfig, prepared: PreparedSeries) -> ForecastMo
         max_epochs=config.train.epochs,
         teacher_forcing=config.model.teacher_forcing if is_seq2seq else 0.0,
         teacher_forcing_decay=config.model.teacher_forcing_decay,
-        target_scale=float(prepared.scaler.std[0]),
+        target_scale=target_scale,
         quantiles=config.model.quantiles,
     )
 
 
-def calibrate_conformal(predictor: Predictor, prepared: PreparedSeries, levels: list[float]) -> None:
-    """Split-conformal half-widths per horizon step from the selection windows: not the ones early
-    stopping chose the checkpoint on (their residuals are too small), and never test."""
-    windows = prepared.windows("selection")
+def forecast_windows(
+    predictor: Predictor, windows: SeriesWindows, attention: bool = False, series_id: str | None = None
+):
+    """The predictor on raw windows of one series, with what they know of the future (and, for a
+    panel member, which series they are)."""
     times = windows.past_times() if predictor.uses_calendar else None
-    past = windows.past()
-    forecast = predictor.predict(past, times).mean
-    predictor.conformal = conformal_scores(
-        windows.target(), forecast, past[:, :, 0], levels, predictor.volatility_span
+    ids = None if series_id is None else [series_id] * len(windows)
+    return predictor.predict(
+        windows.past(), times, attention, future=windows.future_covariates(), series_ids=ids
     )
+
+
+def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[float]) -> None:
+    """Split-conformal half-widths per horizon step from the selection windows (of every series
+    of a panel): not the ones early stopping chose the checkpoint on (their residuals are too
+    small), and never test."""
+    targets, forecasts, pasts = [], [], []
+    for part in prepared.parts:
+        windows = part.windows("selection")
+        targets.append(windows.target())
+        forecasts.append(forecast_windows(predictor, windows, series_id=part.series.series_id).mean)
+        pasts.append(windows.past()[:, :, 0])
+    predictor.conformal = conformal_scores(
+        np.concatenate(targets),
+        np.concatenate(forecasts),
+        np.concatenate(pasts),
+        levels,
+        predictor.volatility_span,
+    )
+
+
+def predictor_for(network: torch.nn.Module, config: ForecastConfig, prepared: Prepared) -> Predictor:
+    """The trained network with its scaling: a single series' scaler, or a panel's per-series
+    scalers (its ``scaler`` is then the pooled fit, used only to make plausible example windows)."""
+    scaler = prepared.parts[0].scaler
+    if isinstance(prepared, PreparedPanel):
+        rows = [
+            part.series.frame[part.series.columns].to_numpy()[: part.borders.train_end]
+            for part in prepared.parts
+        ]
+        scaler = StandardScaler.fit(np.concatenate(rows))
+    predictor = Predictor(
+        network, config, scaler, features=prepared.series.columns, frequency=prepared.series.frequency
+    )
+    predictor.future_scaler = prepared.future_scaler
+    if isinstance(prepared, PreparedPanel):
+        predictor.series_scalers = prepared.scalers()
+    return predictor
 
 
 def train_model(
     config: ForecastConfig,
-    prepared: PreparedSeries,
+    prepared: Prepared,
     logger: Logger | bool = False,
     callbacks: list[Callback] | None = None,
     checkpoint_dir: str | Path | None = None,
@@ -120,13 +165,7 @@ def train_model(
     if best_state is not None:  # other ranks hand back nothing; rank 0 logs
         module.load_state_dict(best_state)
     best = checkpoint.best_score
-    predictor = Predictor(
-        module.network.cpu(),
-        config,
-        prepared.scaler,
-        features=prepared.series.columns,
-        frequency=prepared.series.frequency,
-    )
+    predictor = predictor_for(module.network.cpu(), config, prepared)
     if trainer.is_global_zero and not config.model.quantiles and config.intervals:
         calibrate_conformal(predictor, prepared, config.intervals)
     return TrainedModel(

@@ -8,9 +8,11 @@ import time
 
 import mlflow
 import numpy as np
+import pandas as pd
 
 from forecaster.config import SplitConfig
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import prepare
+from forecaster.data.panel import LoadedPanel
 from forecaster.data.source import load_from_config
 from forecaster.evaluation import evaluate
 from forecaster.training import train_model
@@ -19,6 +21,17 @@ from pipelines.console import console, quiet_lightning, table
 from pipelines.logging_run import log_config_and_data
 from pipelines.tracking import ensure_experiment, environment_tags
 from pipelines.train import dataset_name, default_run_name
+
+
+def timeline(loaded) -> pd.DatetimeIndex:
+    """The series' timestamps; a panel's folds are cut on the union of all its series' (every
+    series then shares each fold's dates)."""
+    if not isinstance(loaded, LoadedPanel):
+        return loaded.frame.index
+    union = None
+    for member in loaded.members.values():
+        union = member.frame.index if union is None else union.union(member.frame.index)
+    return union
 
 
 def fold_splits(index, split: SplitConfig, folds: int) -> list[SplitConfig]:
@@ -59,7 +72,7 @@ def run_backtest(config: RunConfig, folds: int, tracking_uri: str, quiet: bool =
     quiet_lightning()
     base = config.forecast_config()
     series = load_from_config(base.data)
-    splits = fold_splits(series.frame.index, base.split, folds)
+    splits = fold_splits(timeline(series), base.split, folds)
     name = dataset_name(config)
     experiment_id = ensure_experiment(config.tracking.experiment, tracking_uri)
     per_fold: list[dict[str, dict[str, float]]] = []
@@ -70,7 +83,7 @@ def run_backtest(config: RunConfig, folds: int, tracking_uri: str, quiet: bool =
         for k, split in enumerate(splits, start=1):
             started = time.perf_counter()
             fold_config = base.model_copy(update={"split": split})
-            prepared = prepare_series(series, fold_config)
+            prepared = prepare(series, fold_config)
             with mlflow.start_run(
                 run_name=f"fold-{k}",
                 nested=True,

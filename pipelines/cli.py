@@ -100,6 +100,15 @@ def data_settings(
     return settings
 
 
+def panel_settings(id_column: str | None, future_covariates: str | None) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    if id_column is not None:
+        settings["id_column"] = id_column
+    if future_covariates is not None:
+        settings["future_covariates"] = [f.strip() for f in future_covariates.split(",") if f.strip()]
+    return settings
+
+
 def model_settings(model: str | None, cell: str | None, bidirectional: bool | None, attention: str | None):
     settings: dict[str, Any] = {}
     if model == "seq2seq":
@@ -143,6 +152,13 @@ def train(
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
     features: Annotated[str | None, typer.Option(help="past covariate columns, comma-separated")] = None,
+    future_covariates: Annotated[
+        str | None,
+        typer.Option(help="columns known in advance (e.g. holiday,temp_forecast), comma-separated"),
+    ] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="long format: the series-id column; one model across all series")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="rnn, lstm, gru or seq2seq")] = None,
     cell: Annotated[str | None, typer.Option(help="seq2seq cell: rnn, lstm, gru")] = None,
     bidirectional: Annotated[bool | None, typer.Option("--bidirectional/--unidirectional")] = None,
@@ -181,7 +197,10 @@ def train(
         return
     settings = read_yaml(config) if config else {}
     merge(settings, "data", data_settings(data, time_column, target, features))
+    merge(settings, "data", panel_settings(id_column, future_covariates))
     merge(settings, "model", model_settings(model, cell, bidirectional, attention))
+    if id_column is not None:  # a panel needs window-scaled networks: the default for one
+        settings["model"] = {"level_norm": "standard", **settings.get("model", {})}
     merge(settings, "split", split_settings(split))
     merge(
         settings,
@@ -219,7 +238,8 @@ def train(
 
 # train's options that make up a config: --resume takes the run's own, so none of these with it
 TRAIN_SETTINGS = {
-    "config", "overrides", "data", "time_column", "target", "features", "model", "cell",
+    "config", "overrides", "data", "time_column", "target", "features", "future_covariates",
+    "id_column", "model", "cell",
     "bidirectional", "attention", "lookback", "horizon", "split", "epochs", "experiment",
     "register", "devices", "num_nodes", "strategy", "accelerator",
 }  # fmt: skip
@@ -247,6 +267,8 @@ def report_training(outcome: Any, run_config: Any, as_json: bool) -> None:
     metrics_table(
         f"{outcome.run_name}: test split, {outcome.test_windows} windows, original units", outcome.metrics
     )
+    if outcome.per_series:
+        series_table(outcome.per_series)
     for level, result in outcome.intervals.items():
         console.print(
             f"{level}% prediction interval on test: coverage {result['coverage']:.1%}, "
@@ -266,6 +288,19 @@ def report_training(outcome: Any, run_config: Any, as_json: bool) -> None:
         print(json.dumps(outcome.as_json()))
 
 
+def series_table(per_series: dict[str, dict[str, dict[str, float]]]) -> None:
+    """A panel's test MASE per series (scale-free, so series compare), model beside baselines."""
+    from pipelines.console import table
+
+    names = list(next(iter(per_series.values())))
+    rows = [[key, *(metrics[n]["mase"] for n in names)] for key, metrics in per_series.items()]
+    table(
+        "test MASE per series (below naive's: better than repeating the last value)",
+        ["series", *names],
+        rows,
+    )
+
+
 @app.command()
 @user_errors
 def evaluate(
@@ -273,6 +308,7 @@ def evaluate(
     data: Annotated[str | None, typer.Option(help="dataset name or file (default: the model's own)")] = None,
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
+    id_column: Annotated[str | None, typer.Option(help="long format: the series-id column")] = None,
     experiment: Annotated[str, typer.Option()] = "evaluations",
     as_json: Annotated[bool, typer.Option("--json")] = False,
     tracking_uri: TrackingUri = None,
@@ -283,7 +319,8 @@ def evaluate(
     from pipelines.tracking import connect, resolve_tracking_uri
 
     uri = connect(resolve_tracking_uri(tracking_uri))
-    result = run_evaluation(model_uri, data_settings(data, time_column, target, None), experiment, uri)
+    overrides = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    result = run_evaluation(model_uri, overrides, experiment, uri)
     if result["resolved"]:
         print(result["resolved"])  # models:/NAME@ALIAS -> version 3 (run abc12345)
     metrics_table(
@@ -363,6 +400,7 @@ def predict(
     data: Annotated[str, typer.Option(help="dataset name or CSV/Parquet file holding the recent history")],
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
+    id_column: Annotated[str | None, typer.Option(help="long format: the series-id column")] = None,
     output: Annotated[str | None, typer.Option(help="write the forecast to this CSV")] = None,
     tracking_uri: TrackingUri = None,
 ) -> None:
@@ -371,7 +409,9 @@ def predict(
     from pipelines.tracking import connect, resolve_tracking_uri
 
     connect(resolve_tracking_uri(tracking_uri))
-    frame = forecast_next(model_uri, data_settings(data, time_column, target, None))
+    frame = forecast_next(
+        model_uri, {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    )
     if output:
         frame.to_csv(output, index=False)
         print(f"wrote {len(frame)} forecast rows to {output}")

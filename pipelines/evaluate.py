@@ -10,7 +10,8 @@ import mlflow
 from mlflow.exceptions import MlflowException
 
 from forecaster.config import DataConfig, ForecastConfig
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import prepare
+from forecaster.data.datasets import get_dataset
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
 from forecaster.evaluation import evaluate
@@ -21,17 +22,22 @@ from pipelines.tracking import ensure_experiment
 
 
 def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConfig:
-    """The model's own data settings, or another dataset/file holding the same feature columns."""
+    """The model's own data settings, or another dataset/file holding the same feature columns (a
+    single series, or a bundled long-format one: a panel model forecasts series it never saw)."""
     own = predictor.config.data
     if not overrides:
         return own
+    if set(overrides) == {"id_column"}:  # the model's own file, read as long format
+        return own.model_copy(update=overrides)
     base = own.model_dump()
-    base.update(dataset=None, path=None, time_column=None, target=None)
+    base.update(dataset=None, path=None, time_column=None, target=None, id_column=None)
     base["covariates"] = predictor.features[1:]
     if "path" in overrides:
         base["time_column"] = own.time_column
         base["target"] = own.target or predictor.features[0]
     base.update(overrides)
+    if base["dataset"] is not None and base["id_column"] is None:
+        base["id_column"] = get_dataset(base["dataset"]).id_column
     if base["path"] is not None and (base["time_column"] is None or base["target"] is None):
         raise ConfigError(f"{base['path']}: give --time-column and --target for this file")
     return DataConfig.model_validate(base)
@@ -86,7 +92,7 @@ def run_evaluation(
     resolved = resolve_model_uri(model_uri)
     predictor = load_predictor(resolved.pinned_uri if resolved else model_uri)
     config = config_with_data(predictor, data_config_for(predictor, overrides))
-    prepared = prepare_series(load_from_config(config.data), config)
+    prepared = prepare(load_from_config(config.data), config)
     test, val, selection = (evaluate(predictor, prepared, split) for split in ("test", "val", "selection"))
     name = config.data.dataset or Path(config.data.path).stem
     experiment_id = ensure_experiment(experiment, tracking_uri)

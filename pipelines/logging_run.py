@@ -9,10 +9,11 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import mlflow
+import pandas as pd
 import yaml
 from mlflow.models.model import ModelInfo
 
-from forecaster.data.datamodule import PreparedSeries
+from forecaster.data.datamodule import Prepared, PreparedPanel
 from forecaster.evaluation import MODEL, Evaluation
 from forecaster.predictor import Predictor
 from forecaster.pyfunc import (
@@ -39,7 +40,7 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return flat
 
 
-def log_config_and_data(config: RunConfig, prepared: PreparedSeries, dataset_name: str) -> None:
+def log_config_and_data(config: RunConfig, prepared: Prepared, dataset_name: str) -> None:
     resolved = config.model_dump(mode="json")
     mlflow.log_params(flatten(resolved))
     mlflow.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.yaml")
@@ -52,22 +53,51 @@ def log_config_and_data(config: RunConfig, prepared: PreparedSeries, dataset_nam
             "dataset.sha256": series.sha256,
             "dataset.frequency": series.frequency,
             "dataset.features": ",".join(series.columns),
+            "dataset.future_covariates": ",".join(series.future_covariates),
             **{f"split.{s}.{k}": v for s, info in splits.items() for k, v in info.items()},
         }
     )
+    if isinstance(prepared, PreparedPanel):
+        mlflow.log_params({"dataset.series": len(prepared.members), "dataset.id_column": prepared.id_column})
     provenance = {
         "dataset": dataset_name,
         "source": series.source,
         "sha256": series.sha256,
         "frequency": series.frequency,
         "columns": series.columns,
-        "repairs": series.repairs,
+        "future_covariates": series.future_covariates,
+        "repairs": [repair for part in prepared.parts for repair in labelled_repairs(part.series)],
         "splits": splits,
     }
+    if isinstance(prepared, PreparedPanel):
+        provenance["series"] = {
+            key: {"rows": len(part.series.frame), "splits": part_summary(part)}
+            for key, part in prepared.members.items()
+        }
     mlflow.log_dict(provenance, "dataset.json")
-    frame = series.frame.reset_index()
+    frame = pd.concat(
+        [part.series.frame.reset_index().assign(**id_column_of(prepared, part)) for part in prepared.parts]
+    )
     dataset = mlflow.data.from_pandas(frame, source=series.source, name=dataset_name, targets=series.target)
     mlflow.log_input(dataset, context="training")
+
+
+def labelled_repairs(series) -> list[str]:
+    return [
+        repair if series.series_id is None else f"series {series.series_id}: {repair}"
+        for repair in series.repairs
+    ]
+
+
+def part_summary(part) -> dict[str, object]:
+    return {split: info["rows"] for split, info in part.split_summary().items()}
+
+
+def id_column_of(prepared: Prepared, part) -> dict[str, str]:
+    """The id column to put back beside a panel member's rows (none for a single series)."""
+    if not isinstance(prepared, PreparedPanel):
+        return {}
+    return {prepared.id_column: part.series.series_id}
 
 
 def metric_dict(evaluation: Evaluation, name: str, prefix: str) -> dict[str, float]:
@@ -122,6 +152,8 @@ def log_evaluation(
         "evaluation/test_metrics.json",
     )
     mlflow.log_text(comparison_csv(test, selection), "comparison.csv")
+    if test.per_series:
+        mlflow.log_text(per_series_csv(test, selection), "per_series.csv")
     mlflow.set_tag("mlflow.note.content", run_description(title, test, selection))
     log_figure(plots.forecast_vs_actual(test, f"{title}: test forecasts"), "plots/forecast_vs_actual.png")
     log_figure(plots.error_by_step(test, f"{title}: test MAE by horizon step"), "plots/error_by_step.png")
@@ -138,6 +170,26 @@ def comparison_csv(test: Evaluation, selection: Evaluation) -> str:
         row = [forecaster, f"{selection.metrics[forecaster]['mae']:.4f}"]
         lines.append(",".join(row + [f"{values[m]:.4f}" for m in names]))
     return "\n".join(lines) + "\n"
+
+
+def per_series_csv(test: Evaluation, selection: Evaluation) -> str:
+    """A panel's table: one row per series, the model's and each baseline's MASE (scale-free) and
+    MAE (the series' own units) on test, the model's selection MAE and its test windows."""
+    names = list(test.metrics)
+    header = ["series", "test_windows", "selection_mae"]
+    header += [f"{n}_test_mase" for n in names] + [f"{n}_test_mae" for n in names]
+    lines = [",".join(header)]
+    for key, result in test.per_series.items():
+        row = [key, str(result.windows), f"{selection.per_series[key].metrics[MODEL]['mae']:.4f}"]
+        row += [f"{result.metrics[n]['mase']:.4f}" for n in names]
+        row += [f"{result.metrics[n]['mae']:.4f}" for n in names]
+        lines.append(",".join(row))
+    return "\n".join(lines) + "\n"
+
+
+def per_series_json(evaluation: Evaluation) -> dict[str, dict[str, dict[str, float]]]:
+    """Series id -> forecaster -> metric (what `train --json` carries for a panel)."""
+    return {key: result.metrics for key, result in evaluation.per_series.items()}
 
 
 def run_description(title: str, test: Evaluation, selection: Evaluation) -> str:
@@ -180,9 +232,12 @@ def log_figure(figure: plt.Figure, path: str) -> None:
     plt.close(figure)
 
 
-def log_pyfunc_model(predictor: Predictor, prepared: PreparedSeries) -> ModelInfo:
-    windows = prepared.windows("test")
-    example = input_example_for(predictor, windows.past()[:1], windows.past_times()[:1])
+def log_pyfunc_model(predictor: Predictor, prepared: Prepared) -> ModelInfo:
+    windows = prepared.parts[0].windows("test")
+    ahead = windows.future_covariates()
+    example = input_example_for(
+        predictor, windows.past()[:1], windows.past_times()[:1], None if ahead is None else ahead[:1]
+    )
     with tempfile.TemporaryDirectory(prefix="forecaster-model-") as tmp:
         return mlflow.pyfunc.log_model(
             name="model",
@@ -195,6 +250,8 @@ def log_pyfunc_model(predictor: Predictor, prepared: PreparedSeries) -> ModelInf
                 "lookback": predictor.lookback,
                 "horizon": predictor.horizon,
                 "features": json.dumps(predictor.features),
+                "future_covariates": json.dumps(predictor.future_covariates),
+                "panel": predictor.is_panel,
                 "frequency": predictor.frequency,
                 "family": predictor.config.model.family,
             },

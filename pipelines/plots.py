@@ -19,30 +19,50 @@ def example_windows(evaluation: Evaluation, count: int = 4) -> np.ndarray:
     return np.linspace(0, evaluation.windows - 1, num=min(count, evaluation.windows)).astype(int)
 
 
+def series_picks(evaluation: Evaluation) -> list[tuple[str, Evaluation]]:
+    """A panel's best, median and worst series by the model's MASE (scale-free), labelled."""
+    ranked = sorted(evaluation.per_series.items(), key=lambda item: item[1].metrics[MODEL]["mase"])
+    positions = {"best": 0, "median": (len(ranked) - 1) // 2, "worst": len(ranked) - 1}
+    picks, seen = [], set()
+    for role, k in positions.items():
+        if k in seen:
+            continue
+        seen.add(k)
+        key, result = ranked[k]
+        picks.append((f"{role} series {key} (MASE {result.metrics[MODEL]['mase']:.3f})", result))
+    return picks
+
+
 def forecast_vs_actual(evaluation: Evaluation, title: str) -> Figure:
-    picks = example_windows(evaluation)
-    fig, axes = plt.subplots(len(picks), 1, figsize=(10, 2.6 * len(picks)), squeeze=False)
+    """Evenly spaced test windows; for a panel, the middle test window of its best, median and
+    worst series."""
+    if evaluation.per_series:
+        shown = [(result, result.windows // 2, label) for label, result in series_picks(evaluation)]
+    else:
+        shown = [(evaluation, int(i), "") for i in example_windows(evaluation)]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(10, 2.6 * len(shown)), squeeze=False)
     lookback = evaluation.past_target.shape[1]
     horizon = evaluation.actual.shape[1]
     past_x, future_x = np.arange(-lookback, 0), np.arange(horizon)
-    for ax, i in zip(axes[:, 0], picks, strict=True):
-        ax.plot(past_x, evaluation.past_target[i], color="0.5", label="input")
-        ax.plot(future_x, evaluation.actual[i], color="black", label="actual")
-        for level in evaluation.intervals:
+    for ax, (result, i, label) in zip(axes[:, 0], shown, strict=True):
+        ax.plot(past_x, result.past_target[i], color="0.5", label="input")
+        ax.plot(future_x, result.actual[i], color="black", label="actual")
+        for level in result.intervals:
             lower, upper = interval_quantiles(level)
             ax.fill_between(
                 future_x,
-                evaluation.quantiles[lower][i],
-                evaluation.quantiles[upper][i],
+                result.quantiles[lower][i],
+                result.quantiles[upper][i],
                 alpha=0.2,
                 color="tab:blue",
                 label=f"{round(100 * level)}% interval",
             )
-        for name, forecast in evaluation.forecasts.items():
+        for name, forecast in result.forecasts.items():
             style = "-" if name == MODEL else ":"
             ax.plot(future_x, forecast[i], style, label=name)
         ax.set_title(
-            f"window {i} (first forecast step {np.datetime_as_string(evaluation.future_times[i, 0], 'm')})",
+            f"{label + ': ' if label else ''}window {i} "
+            f"(first forecast step {np.datetime_as_string(result.future_times[i, 0], 'm')})",
             fontsize=9,
         )
         ax.axvline(-0.5, color="0.8")

@@ -19,7 +19,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 
 from forecaster.config import ForecastConfig
-from forecaster.data.datamodule import PreparedSeries, prepare_series
+from forecaster.data.datamodule import Prepared, prepare
 from forecaster.data.source import load_from_config
 from forecaster.errors import ForecasterError
 from forecaster.evaluation import evaluate
@@ -54,7 +54,7 @@ def load_predictor(model_uri: str) -> Predictor:
     return model.unwrap_python_model().predictor
 
 
-def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> PreparedSeries:
+def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> Prepared:
     """``data_from``'s data and split, cut into ``predictor``'s windows (its look-back, its
     calendar features). Every stride-1 window of a split ends its forecast inside that split's
     rows whatever the look-back, so models with different look-backs are scored on the same
@@ -67,7 +67,7 @@ def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> PreparedSer
             "split": data_from.split,
         }
     )
-    return prepare_series(load_from_config(config.data), config)
+    return prepare(load_from_config(config.data), config)
 
 
 def selection_mae(data_from: ForecastConfig, predictor: Predictor) -> float:
@@ -75,16 +75,21 @@ def selection_mae(data_from: ForecastConfig, predictor: Predictor) -> float:
     return evaluate(predictor, prepared_for(data_from, predictor), "selection").metrics["model"]["mae"]
 
 
-def window_words(prepared: PreparedSeries, split: str) -> str:
-    lo, hi = prepared.borders.rows(split)
-    index = prepared.series.frame.index
-    return f"{split} window {index[lo]} to {index[hi - 1]} ({len(prepared.windows(split))} windows)"
+def split_start(prepared: Prepared, split: str) -> pd.Timestamp:
+    """The first timestamp of ``split`` (the earliest over a panel's series)."""
+    return min(part.series.frame.index[part.borders.rows(split)[0]] for part in prepared.parts)
+
+
+def window_words(prepared: Prepared, split: str) -> str:
+    end = max(part.series.frame.index[part.borders.rows(split)[1] - 1] for part in prepared.parts)
+    windows = sum(len(part.windows(split)) for part in prepared.parts)
+    return f"{split} window {split_start(prepared, split)} to {end} ({windows} windows)"
 
 
 def last_fitted(predictor: Predictor) -> pd.Timestamp:
     """The last timestamp ``predictor``'s own training or early stopping saw."""
-    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
-    return prepared.series.frame.index[prepared.borders.fitted_end - 1]
+    prepared = prepare(load_from_config(predictor.config.data), predictor.config)
+    return max(part.series.frame.index[part.borders.fitted_end - 1] for part in prepared.parts)
 
 
 def comparable(candidate: Predictor, holder: Predictor) -> str | None:
@@ -151,7 +156,7 @@ def _promote(name: str, version: str, alias: str, force: bool) -> Promotion:
     window = window_words(prepared, "selection")
     problem = comparable(candidate, incumbent)
     if problem is None:
-        selection_from = prepared.series.frame.index[prepared.borders.rows("selection")[0]]
+        selection_from = split_start(prepared, "selection")
         if (fitted := last_fitted(incumbent)) >= selection_from:
             problem = f"v{holder} was fitted or early-stopped on data up to {fitted}, inside the {window}"
     if problem and not force:

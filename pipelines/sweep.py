@@ -15,7 +15,7 @@ import optuna
 import pytorch_lightning as pl
 
 from forecaster.config import ForecastConfig
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
 from forecaster.evaluation import evaluate
@@ -149,7 +149,7 @@ def run_sweep(
             mlflow.log_params(flatten(config.model_dump(mode="json")))
             try:
                 forecast_config = config.forecast_config()
-                prepared = prepare_series(series, forecast_config)
+                prepared = prepare(series, forecast_config)
                 trained = train_model(forecast_config, prepared, callbacks=[OptunaPruning(trial)])
             except (optuna.TrialPruned, ConfigError) as exc:
                 mlflow.set_tag("pruned", str(exc))

@@ -10,14 +10,20 @@ import mlflow
 import numpy as np
 from pytorch_lightning.callbacks import Callback, LearningRateMonitor
 
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.evaluation import MODEL, evaluate
 from forecaster.training import train_model
 from pipelines.config import RunConfig
 from pipelines.console import quiet_lightning
 from pipelines.logger import EpochMLFlowLogger
-from pipelines.logging_run import log_baseline_runs, log_config_and_data, log_evaluation, log_pyfunc_model
+from pipelines.logging_run import (
+    log_baseline_runs,
+    log_config_and_data,
+    log_evaluation,
+    log_pyfunc_model,
+    per_series_json,
+)
 from pipelines.progress import EpochProgress
 from pipelines.registry import Promotion, promote, register, version_of_run
 from pipelines.resume import check_resumable, checkpoint_directory, logged_steps, process_tags, publisher
@@ -43,6 +49,7 @@ class TrainingOutcome:
     promotion: Promotion | None = None
     test_forecasts: np.ndarray | None = field(default=None, repr=False)  # (N, H) as computed here
     intervals: dict[str, dict[str, float]] = field(default_factory=dict)  # "80" -> coverage, width
+    per_series: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # a panel's, test
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -57,6 +64,7 @@ class TrainingOutcome:
             "metrics": self.metrics,
             "selection_metrics": self.selection_metrics,
             "intervals": self.intervals,
+            **({"per_series": self.per_series} if self.per_series else {}),
         }
 
 
@@ -78,7 +86,7 @@ def run_training(
     quiet_lightning()
     forecast_config = config.forecast_config()
     # Data problems surface before any run exists, so a bad file leaves nothing behind.
-    prepared = prepare_series(load_from_config(forecast_config.data), forecast_config)
+    prepared = prepare(load_from_config(forecast_config.data), forecast_config)
     if not is_rank_zero():
         with checkpoint_directory(resume, tracking_uri) as (directory, found):
             train_model(forecast_config, prepared, checkpoint_dir=directory, resume=found)
@@ -142,6 +150,7 @@ def run_training(
             seconds=0.0,
             epochs=trained.epochs_run,
             test_forecasts=test.forecasts[MODEL],
+            per_series=per_series_json(test),
             intervals={
                 str(round(100 * level)): {"coverage": r["coverage"], "width": r["width"]}
                 for level, r in test.intervals.items()

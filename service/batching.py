@@ -57,6 +57,7 @@ class Job:
     timestamps: np.ndarray | None  # (n, L) datetime64, for calendar models
     attention: bool
     future: asyncio.Future = field(repr=False)
+    covariates: np.ndarray | None = None  # (n, H, Kf) future covariates, for models with them
 
     @property
     def windows(self) -> int:
@@ -159,6 +160,7 @@ class Batcher:
         timestamps: np.ndarray | None,
         attention: bool,
         arrival: Arrival | None = None,
+        covariates: np.ndarray | None = None,
     ) -> asyncio.Future[Answer]:
         """Queue the windows; the returned future resolves to their forecasts. Cancel it when the
         caller goes away: the job is then dropped before the forward pass."""
@@ -168,7 +170,9 @@ class Batcher:
             raise ShuttingDownError("the batcher is not running")
         if self.queued_windows + len(values) > self.max_queued_windows:
             raise QueueFullError(f"{self.queued_windows} windows are already waiting")
-        job = Job(model, values, timestamps, attention, asyncio.get_running_loop().create_future())
+        job = Job(
+            model, values, timestamps, attention, asyncio.get_running_loop().create_future(), covariates
+        )
         self.queue.put_nowait(job)
         self._wake.set()
         self.queued_windows += job.windows
@@ -286,7 +290,12 @@ def forward(model: LoadedModel, jobs: list[Job]) -> list[Prediction]:
     timestamps = None
     if model.predictor.uses_calendar:
         timestamps = np.concatenate([job.timestamps for job in jobs])  # (sum n, L)
-    prediction = model.predict(values, timestamps, attention=any(job.attention for job in jobs))
+    covariates = None
+    if model.predictor.future_covariates:
+        covariates = np.concatenate([job.covariates for job in jobs])  # (sum n, H, Kf)
+    prediction = model.predict(
+        values, timestamps, attention=any(job.attention for job in jobs), future=covariates
+    )
     bounds = np.cumsum([0, *(job.windows for job in jobs)])
     return [
         Prediction(

@@ -148,7 +148,13 @@ def build_openapi(app: FastAPI, predictor: Any | None) -> dict[str, Any]:
     if predictor is not None:
         p = predictor
         components = model_schema(
-            components, p.lookback, len(p.features), settings.max_series_per_request, p.uses_calendar
+            components,
+            p.lookback,
+            len(p.features),
+            settings.max_series_per_request,
+            p.uses_calendar,
+            p.future_covariates,
+            p.horizon,
         )
         # with a key set the document is public but training statistics are not: a neutral example
         components["PredictRequest"]["examples"] = [example_request(p, plausible=not settings.api_key)]
@@ -181,6 +187,12 @@ def example_request(predictor: Any, plausible: bool) -> dict[str, Any]:
         step = predictor.future_times(np.array([start]))[0, 0] - start
         times = start + step * steps
         series["timestamps"] = [str(t) for t in np.datetime_as_string(times, "s")]
+    if predictor.future_covariates:  # each at its training mean (0 when not plausible)
+        means = predictor.future_scaler.mean if plausible else np.zeros(len(predictor.future_covariates))
+        series["future"] = {
+            name: [round(float(m), 3)] * predictor.horizon
+            for name, m in zip(predictor.future_covariates, means, strict=True)
+        }
     return {"series": [series]}
 
 

@@ -49,8 +49,15 @@ class LoadedModel:
     training_metrics: dict[str, float] = field(default_factory=dict)
     loaded_at: float = field(default_factory=time.time)
 
-    def predict(self, values: np.ndarray, timestamps: np.ndarray | None, attention: bool) -> Prediction:
-        return self.predictor.predict(values, timestamps, return_attention=attention)
+    def predict(
+        self,
+        values: np.ndarray,
+        timestamps: np.ndarray | None,
+        attention: bool,
+        future: np.ndarray | None = None,
+    ) -> Prediction:
+        known = {} if future is None else {"future": future}  # the call stays as it was without
+        return self.predictor.predict(values, timestamps, return_attention=attention, **known)
 
 
 def pick_device(setting: str) -> str:
@@ -164,7 +171,13 @@ class ModelStore:
             start = np.datetime64("2024-01-01T00:00")
             step = predictor.future_times(np.array([start]))[0, 0] - start
             times = np.broadcast_to(start + step * np.arange(predictor.lookback), (2, predictor.lookback))
-        out = loaded.predict(np.array(window), None if times is None else np.array(times), attention=True)
+        future = None
+        if predictor.future_covariates:  # each at its training mean
+            means = predictor.future_scaler.mean
+            future = np.broadcast_to(means, (2, predictor.horizon, len(means))).copy()
+        out = loaded.predict(
+            np.array(window), None if times is None else np.array(times), attention=True, future=future
+        )
         if not np.isfinite(out.mean).all():
             raise RuntimeError("warm-up forecast is not finite")
 

@@ -26,6 +26,7 @@ from service.schemas import PredictRequest
 class ParsedSeries:
     values: np.ndarray  # (T, F) float64, as given
     timestamps: list[datetime] | None
+    future: dict[str, np.ndarray] | None = None  # future covariate name -> values, as given
 
 
 @dataclass
@@ -113,7 +114,10 @@ def parse_predict(body: bytes) -> ParsedRequest:
     series = []
     for item in request.series:
         values = np.asarray(item.values, dtype=np.float64)
-        series.append(ParsedSeries(values[:, None] if values.ndim == 1 else values, item.timestamps))
+        future = None
+        if item.future is not None:
+            future = {name: np.asarray(v, dtype=np.float64) for name, v in item.future.items()}
+        series.append(ParsedSeries(values[:, None] if values.ndim == 1 else values, item.timestamps, future))
     return ParsedRequest(series, request.return_attention)
 
 

@@ -190,7 +190,9 @@ class PredictEndpoint:
     @staticmethod
     def enqueue(batcher: Batcher, model: Any, windows: Any, attention: bool, arrival: Any) -> asyncio.Future:
         try:
-            return batcher.enqueue(model, windows.values, windows.timestamps, attention, arrival)
+            return batcher.enqueue(
+                model, windows.values, windows.timestamps, attention, arrival, windows.covariates
+            )
         except QueueFullError as exc:
             raise unavailable(f"busy: {exc}") from None
         except ShuttingDownError as exc:

@@ -16,7 +16,14 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from service.batching import Batcher
 from service.model_store import ModelStore, not_ready_reason
 from service.redaction import redact
-from service.schemas import Message, ModelDescription, PredictResponse, Readiness, ValidationProblems
+from service.schemas import (
+    CovariateSpec,
+    Message,
+    ModelDescription,
+    PredictResponse,
+    Readiness,
+    ValidationProblems,
+)
 from service.security import require_admin, require_api_key
 
 router = APIRouter()
@@ -96,6 +103,9 @@ async def describe_model(store: Store) -> ModelDescription:
         lookback=p.lookback,
         horizon=p.horizon,
         features=p.features,
+        past_covariates=[CovariateSpec(name=name, values=p.lookback) for name in p.features[1:]],
+        future_covariates=[CovariateSpec(name=name, values=p.horizon) for name in p.future_covariates],
+        panel=p.is_panel,
         calendar_features=p.calendar_names,
         frequency=p.frequency,
         training_metrics=model.training_metrics,

@@ -49,6 +49,11 @@ class SeriesIn(Strict):
         description="one per value, evenly spaced at the model's frequency; needed by calendar models, "
         "and gives future timestamps back. Zone-aware stamps are converted to UTC.",
     )
+    future: dict[str, Annotated[list[Number], Field(fail_fast=True)]] | None = Field(
+        None,
+        description="the model's future covariates (GET /v1/model lists them): each name with one "
+        'value per forecast step, H in all, e.g. {"holiday": [0, 0, 1, 0, 0, 0, 0]}',
+    )
 
     @field_validator("values")
     @classmethod
@@ -126,6 +131,11 @@ class PredictResponse(BaseModel):
     model_config = ConfigDict(protected_namespaces=())
 
 
+class CovariateSpec(BaseModel):
+    name: str
+    values: int = Field(description="how many values a request gives for it, per series")
+
+
 class ModelDescription(BaseModel):
     model_config = ConfigDict(protected_namespaces=())
 
@@ -142,6 +152,15 @@ class ModelDescription(BaseModel):
     lookback: int
     horizon: int
     features: list[str]
+    past_covariates: list[CovariateSpec] = Field(
+        description="read from the window's rows (after the target): L values each"
+    )
+    future_covariates: list[CovariateSpec] = Field(
+        description="sent in series[i].future by name: H values each, one per forecast step"
+    )
+    panel: bool = Field(
+        description="trained across many series: each window is scaled by its own mean and spread"
+    )
     calendar_features: list[str]
     frequency: str
     training_metrics: dict[str, float]
@@ -166,17 +185,38 @@ def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[
 
 
 def model_schema(
-    components: dict[str, dict], lookback: int, features: int, max_series: int, calendar: bool = False
+    components: dict[str, dict],
+    lookback: int,
+    features: int,
+    max_series: int,
+    calendar: bool = False,
+    future: list[str] | tuple[str, ...] = (),
+    horizon: int = 1,
 ) -> dict[str, dict]:
     """The request components narrowed to one model: at least ``lookback`` steps, rows of exactly
     ``features`` numbers (a univariate model also takes plain numbers), at most ``max_series``,
-    and timestamps required when the model uses calendar features."""
+    timestamps required when the model uses calendar features, and each ``future`` covariate
+    required with ``horizon`` values."""
     narrowed = copy.deepcopy(components)
+    series = narrowed["SeriesIn"]
     if calendar:
-        narrowed["SeriesIn"]["required"] = ["values", "timestamps"]
-        narrowed["SeriesIn"]["properties"]["timestamps"] = narrowed["SeriesIn"]["properties"]["timestamps"][
-            "anyOf"
-        ][0]
+        series["required"] = [*series.get("required", ["values"]), "timestamps"]
+        series["properties"]["timestamps"] = series["properties"]["timestamps"]["anyOf"][0]
+    if future:
+        given = series["properties"]["future"]
+        mapping = given["anyOf"][0]
+        numbers = {**mapping["additionalProperties"], "minItems": horizon, "maxItems": horizon}
+        series["properties"]["future"] = {
+            "type": "object",
+            "description": given.get("description", ""),
+            "properties": {name: copy.deepcopy(numbers) for name in future},
+            "required": list(future),
+            "additionalProperties": False,
+        }
+        series["required"] = [*series.get("required", ["values"]), "future"]
+    else:  # nothing, or nothing in it
+        given = series["properties"]["future"]
+        given["anyOf"] = [{"type": "object", "maxProperties": 0}, {"type": "null"}]
     narrowed["PredictRequest"]["properties"]["series"]["maxItems"] = max_series
     values = narrowed["SeriesIn"]["properties"]["values"]
     forms = values.pop("oneOf", None) or values.pop("anyOf")

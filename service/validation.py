@@ -53,6 +53,7 @@ class Windows:
     values: np.ndarray  # (n, L, F) raw windows, cut to their last L steps
     timestamps: np.ndarray | None  # (n, L) datetime64[ns], when every series has them
     future: list[np.ndarray | None]  # per series: (H,) the forecast's timestamps, when it sent some
+    covariates: np.ndarray | None = None  # (n, H, Kf) future covariates, for models that have them
 
 
 def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -> Windows:
@@ -61,17 +62,44 @@ def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -
         message = f"{len(request.series)} series, at most {max_series} per request"
         raise RequestProblems([ProblemItem(["series"], message, "too_long")])
     problems: list[ProblemItem] = []
-    windows, stamps = [], []
+    windows, stamps, covariates = [], [], []
     for i, series in enumerate(request.series):
         windows.append(_window(series, i, predictor, problems))
         stamps.append(_timestamps(series, i, predictor, problems))
+        covariates.append(_future_covariates(series, i, predictor, problems))
     future = [] if problems else _future(stamps, predictor, problems)
     if problems:
         raise RequestProblems(problems)
     timestamps = None
     if all(s is not None for s in stamps):
         timestamps = np.stack([s[-predictor.lookback :] for s in stamps])
-    return Windows(np.stack(windows), timestamps, future)
+    ahead = np.stack(covariates) if predictor.future_covariates else None  # (n, H, Kf)
+    return Windows(np.stack(windows), timestamps, future, ahead)
+
+
+def _future_covariates(
+    series: ParsedSeries, i: int, predictor: Predictor, problems: list
+) -> np.ndarray | None:
+    """(H, Kf) in the model's order; every name missing, unknown, short or long is a problem
+    naming ``series[i].future.NAME`` and the number of values expected (H, one per step)."""
+    names, horizon = predictor.future_covariates, predictor.horizon
+    given = series.future or {}
+    where: list[str | int] = ["series", i, "future"]
+    found = len(problems)
+    for name in given:
+        if name not in names:
+            takes = f"its future covariates are {', '.join(names)}" if names else "it takes none"
+            problems.append(ProblemItem([*where, name], f"unknown future covariate: {takes}", "extra"))
+    for name in names:
+        if name not in given:
+            message = f"required: {horizon} values, one per forecast step (the model's future covariate)"
+            problems.append(ProblemItem([*where, name], message, "missing"))
+        elif len(given[name]) != horizon:
+            message = f"{len(given[name])} values; expected {horizon}, one per forecast step"
+            problems.append(ProblemItem([*where, name], message, "length_mismatch"))
+    if len(problems) > found or not names:
+        return None
+    return np.stack([given[name] for name in names], axis=1)  # (H, Kf)
 
 
 def _future(stamps: list[np.ndarray | None], predictor: Predictor, problems: list) -> list[np.ndarray | None]:
@@ -125,7 +153,8 @@ def _window(series: ParsedSeries, i: int, predictor: Predictor, problems: list) 
         )
         return None
     window = values[-lookback:]
-    scaled = np.abs(predictor.scaler.transform(window))  # what the network will be given
+    centre, spread = predictor.scales(window[None])
+    scaled = np.abs((window - centre[0]) / spread[0])  # what the network will be given
     beyond = np.flatnonzero((scaled > FLOAT32_MAX).any(axis=1))
     if beyond.size:
         j = len(values) - lookback + int(beyond[0])

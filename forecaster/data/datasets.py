@@ -29,6 +29,7 @@ class DatasetSpec:
     fill: str | None = None  # policy for gaps/NaNs, only where the file is known to need one
     duplicates: str | None = None  # policy for duplicated timestamps, likewise
     notes: tuple[str, ...] = field(default_factory=tuple)
+    id_column: str | None = None  # long format: several series, one per id
 
     @property
     def path(self) -> Path:
@@ -89,6 +90,20 @@ DATASETS: dict[str, DatasetSpec] = {
             covariates=("Open", "High", "Low", "Volume"),
             description="IBM daily close (USD, unadjusted), trading days, 2000-2013",
             notes=("123 weekdays without a row are NYSE market closures, not gaps",),
+        ),
+        DatasetSpec(
+            name="stocks",
+            file="stocks.csv",
+            time_column="Date",
+            target="Adj Close",
+            frequency="B",
+            covariates=("Open", "High", "Low", "Close", "Volume"),
+            id_column="Ticker",
+            description="AAPL, GOOG, IBM daily adjusted close (USD), long format by Ticker, 2000-2013",
+            notes=(
+                "GOOG starts 2004-08-19; unadjusted prices jump at AAPL's 2000 and 2005 splits, "
+                "Adj Close does not",
+            ),
         ),
     ]
 }

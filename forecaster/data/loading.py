@@ -24,7 +24,8 @@ DuplicatePolicy = Literal["first", "last", "mean"]
 
 @dataclass
 class LoadedSeries:
-    """A clean, regular, sorted frame: index = timestamps, columns = [target, *covariates]."""
+    """A clean, regular, sorted frame: index = timestamps, columns = [target, *covariates,
+    *future_covariates]; ``series_id`` names it within a panel (long-format file)."""
 
     frame: pd.DataFrame
     target: str
@@ -33,10 +34,18 @@ class LoadedSeries:
     source: str
     sha256: str
     repairs: list[str] = field(default_factory=list)
+    future_covariates: list[str] = field(default_factory=list)
+    series_id: str | None = None
 
     @property
     def columns(self) -> list[str]:
+        """What the network reads over the look-back (target first); future covariates apart."""
         return [self.target, *self.covariates]
+
+    @property
+    def label(self) -> str:
+        """Where it came from, as error messages name it: the file, and the series in a panel."""
+        return self.source if self.series_id is None else f"{self.source} (series {self.series_id!r})"
 
 
 def file_sha256(path: Path) -> str:
@@ -55,31 +64,57 @@ def load_series(
     frequency: str | None = None,
     fill: FillPolicy | None = None,
     duplicates: DuplicatePolicy | None = None,
+    future_covariates: list[str] | tuple[str, ...] = (),
 ) -> LoadedSeries:
-    """Load ``target`` (and ``covariates``) indexed by ``time_column``; raise DataError on defects."""
+    """Load ``target`` (and ``covariates``, ``future_covariates``) indexed by ``time_column``;
+    raise DataError on defects."""
     path = Path(path)
     raw = _read_table(path)
-    columns = [target, *[c for c in covariates if c != target]]
-    _check_columns(raw, path, [time_column, *columns])
-    times = _parse_times(raw[time_column], path, time_column)
-    values = pd.DataFrame({c: _parse_numbers(raw[c], path, c) for c in columns})
+    past = [c for c in covariates if c != target]
+    _check_columns(raw, path, [time_column, target, *past, *future_covariates])
+    return series_from_table(
+        raw, str(path), path, time_column, target, past, list(future_covariates), frequency, fill, duplicates
+    )
+
+
+def series_from_table(
+    raw: pd.DataFrame,
+    where: str,
+    path: Path,
+    time_column: str,
+    target: str,
+    covariates: list[str],
+    future_covariates: list[str],
+    frequency: str | None,
+    fill: FillPolicy | None,
+    duplicates: DuplicatePolicy | None,
+    series_id: str | None = None,
+) -> LoadedSeries:
+    """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
+    so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
+    columns = [target, *covariates, *future_covariates]
+    times = _parse_times(raw[time_column], where, time_column)
+    values = pd.DataFrame({c: _parse_numbers(raw[c], where, c) for c in columns})
     values.index = pd.DatetimeIndex(times, name=time_column)
-    _check_sorted(values.index, path, time_column)
+    rows = raw.index.to_numpy()
+    _check_sorted(values.index, where, time_column, rows)
     repairs: list[str] = []
-    values = _resolve_duplicates(values, path, time_column, duplicates, repairs)
+    values = _resolve_duplicates(values, where, time_column, duplicates, repairs, rows)
     freq = frequency or infer_frequency(values.index)
-    values = _regularise(values, path, time_column, freq, fill, repairs)
-    _check_nans(values, path, fill, repairs)
+    values = _regularise(values, where, time_column, freq, fill, repairs)
+    _check_nans(values, where, fill, repairs)
     if fill is not None:
         values = _fill(values, fill)
     return LoadedSeries(
         frame=values.astype(np.float64),
         target=target,
-        covariates=columns[1:],
+        covariates=covariates,
         frequency=freq,
         source=str(path),
         sha256=file_sha256(path),
         repairs=repairs,
+        future_covariates=future_covariates,
+        series_id=series_id,
     )
 
 
@@ -101,25 +136,27 @@ def _check_columns(raw: pd.DataFrame, path: Path, needed: list[str]) -> None:
         raise DataError(f"{path}: column(s) {missing} not found; available columns: {available}")
 
 
-def _row(position: int) -> str:
-    """Human row number: 1 is the first data row (line 2 of a CSV with a header)."""
-    return f"row {position + 1}"
+def _row(position: int, rows: np.ndarray | None = None) -> str:
+    """Human row number: 1 is the first data row (line 2 of a CSV with a header); ``rows`` maps
+    positions within one series of a long-format file to the file's rows."""
+    return f"row {(position if rows is None else int(rows[position])) + 1}"
 
 
-def _parse_times(column: pd.Series, path: Path, name: str) -> pd.DatetimeIndex:
+def _parse_times(column: pd.Series, path: Path | str, name: str) -> pd.DatetimeIndex:
     text = column.astype(str).str.strip()
     parsed = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
     bad = np.flatnonzero(parsed.isna().to_numpy())
     if len(bad):
         first = bad[0]
         raise DataError(
-            f"{path}: column {name!r}, {_row(first)}: cannot parse timestamp {column.iloc[first]!r}"
+            f"{path}: column {name!r}, {_row(first, column.index)}: cannot parse timestamp "
+            f"{column.iloc[first]!r}"
             f" ({len(bad)} unparseable in total)"
         )
     return pd.DatetimeIndex(parsed).tz_convert(None)  # UTC, naive: one clock for the whole series
 
 
-def _parse_numbers(column: pd.Series, path: Path, name: str) -> pd.Series:
+def _parse_numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:
     if pd.api.types.is_numeric_dtype(column):
         return column.astype(np.float64).reset_index(drop=True)
     text = column.astype(str).str.strip()
@@ -128,26 +165,31 @@ def _parse_numbers(column: pd.Series, path: Path, name: str) -> pd.Series:
     bad = np.flatnonzero((numbers.isna() & ~blank).to_numpy())
     if len(bad):
         first = bad[0]
-        raise DataError(f"{path}: column {name!r}, {_row(first)}: {column.iloc[first]!r} is not a number")
+        raise DataError(
+            f"{path}: column {name!r}, {_row(first, column.index)}: {column.iloc[first]!r} is not a number"
+        )
     return numbers.astype(np.float64).reset_index(drop=True)
 
 
-def _check_sorted(index: pd.DatetimeIndex, path: Path, name: str) -> None:
+def _check_sorted(
+    index: pd.DatetimeIndex, path: Path | str, name: str, rows: np.ndarray | None = None
+) -> None:
     backwards = np.flatnonzero(index[1:] < index[:-1])
     if len(backwards):
         i = backwards[0] + 1
         raise DataError(
-            f"{path}: column {name!r}, {_row(i)}: timestamp {index[i]} comes before the previous "
+            f"{path}: column {name!r}, {_row(i, rows)}: timestamp {index[i]} comes before the previous "
             f"row's {index[i - 1]}; sort the file by time"
         )
 
 
 def _resolve_duplicates(
     values: pd.DataFrame,
-    path: Path,
+    path: Path | str,
     name: str,
     policy: DuplicatePolicy | None,
     repairs: list[str],
+    rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
     dupes = values.index.duplicated(keep=False)
     if not dupes.any():
@@ -155,9 +197,9 @@ def _resolve_duplicates(
     positions = np.flatnonzero(dupes)
     stamps = values.index[positions].unique()
     if policy is None:
-        rows = ", ".join(_row(p) for p in positions[:2])
+        shown = ", ".join(_row(p, rows) for p in positions[:2])
         raise DataError(
-            f"{path}: column {name!r}: duplicate timestamp {stamps[0]} ({rows}); "
+            f"{path}: column {name!r}: duplicate timestamp {stamps[0]} ({shown}); "
             f"{len(stamps)} duplicated timestamp(s) in total; choose a duplicates policy "
             "(first, last, mean)"
         )
@@ -169,7 +211,7 @@ def _resolve_duplicates(
 
 def _regularise(
     values: pd.DataFrame,
-    path: Path,
+    path: Path | str,
     name: str,
     freq: str,
     fill: FillPolicy | None,
@@ -201,7 +243,7 @@ def _regularise(
     return values.reindex(grid).rename_axis(name)
 
 
-def _check_nans(values: pd.DataFrame, path: Path, fill: FillPolicy | None, repairs: list[str]) -> None:
+def _check_nans(values: pd.DataFrame, path: Path | str, fill: FillPolicy | None, repairs: list[str]) -> None:
     for column in values.columns:
         nan_at = np.flatnonzero(values[column].isna().to_numpy())
         if not len(nan_at):

@@ -1,31 +1,33 @@
-"""Resolve a DataConfig (bundled name or user file) into a loaded series."""
+"""Resolve a DataConfig (bundled name or user file) into a loaded series, or a panel of them."""
 
 from __future__ import annotations
 
 from forecaster.config import DataConfig
 from forecaster.data.datasets import get_dataset
 from forecaster.data.loading import LoadedSeries, load_series
+from forecaster.data.panel import LoadedPanel, load_panel
+from forecaster.errors import DataError
 
 
-def load_from_config(config: DataConfig) -> LoadedSeries:
-    """Settings given explicitly win over the bundled dataset's; the dataset fills the rest."""
-    if config.dataset is None:
-        return load_series(
-            config.path,
-            time_column=config.time_column,
-            target=config.target,
-            covariates=config.covariates,
-            frequency=config.frequency,
-            fill=config.fill,
-            duplicates=config.duplicates,
-        )
-    spec = get_dataset(config.dataset)
-    return load_series(
-        config.path or spec.path,
-        time_column=config.time_column or spec.time_column,
-        target=config.target or spec.target,
+def load_from_config(config: DataConfig) -> LoadedSeries | LoadedPanel:
+    """Settings given explicitly win over the bundled dataset's; the dataset fills the rest. With
+    ``id_column`` the file is long-format: a panel of series."""
+    spec = None if config.dataset is None else get_dataset(config.dataset)
+    settings = dict(
+        path=config.path or spec.path,
+        time_column=config.time_column or (spec.time_column if spec else None),
+        target=config.target or (spec.target if spec else None),
         covariates=config.covariates,
-        frequency=config.frequency or spec.frequency,
-        fill=config.fill or spec.fill,
-        duplicates=config.duplicates or spec.duplicates,
+        frequency=config.frequency or (spec.frequency if spec else None),
+        fill=config.fill or (spec.fill if spec else None),
+        duplicates=config.duplicates or (spec.duplicates if spec else None),
+        future_covariates=config.future_covariates,
     )
+    if config.id_column is None:
+        if spec is not None and spec.id_column is not None:
+            raise DataError(
+                f"dataset {spec.name!r} holds several series (long format): set data.id_column: "
+                f"{spec.id_column} (--id-column {spec.id_column}) to train one model across them"
+            )
+        return load_series(**settings)
+    return load_panel(id_column=config.id_column, **settings)

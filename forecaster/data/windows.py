@@ -32,6 +32,7 @@ class SeriesWindows:
     starts: np.ndarray  # (N,)
     lookback: int
     horizon: int
+    ahead: np.ndarray | None = None  # (T, Kf): future covariates, seen over the horizon only
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -57,6 +58,11 @@ class SeriesWindows:
             return None
         return self._slice(self.calendar, self.lookback, self.horizon)  # (N, H, K)
 
+    def future_covariates(self) -> np.ndarray | None:
+        if self.ahead is None:
+            return None
+        return self._slice(self.ahead, self.lookback, self.horizon)  # (N, H, Kf)
+
     def past_times(self) -> np.ndarray:
         positions = self.starts[:, None] + np.arange(self.lookback)  # (N, L)
         return self.index.values[positions]
@@ -68,13 +74,15 @@ class SeriesWindows:
 
 class WindowDataset(Dataset):
     """Scaled windows for training: each item is ``past`` (L, F+K) with calendar features appended,
-    ``future`` (H, K) or empty, and ``target`` (H,)."""
+    ``future`` (H, Kf+K) (future covariates, then calendar) or empty, and ``target`` (H,)."""
 
-    def __init__(self, windows: SeriesWindows) -> None:
+    def __init__(self, windows: SeriesWindows, series_index: int | None = None) -> None:
+        self.series_index = series_index  # a panel member's position, for series embeddings
         self.values = torch.as_tensor(windows.values, dtype=torch.float32)
         self.calendar = (
             None if windows.calendar is None else torch.as_tensor(windows.calendar, dtype=torch.float32)
         )
+        self.ahead = None if windows.ahead is None else torch.as_tensor(windows.ahead, dtype=torch.float32)
         self.starts = windows.starts
         self.lookback = windows.lookback
         self.horizon = windows.horizon
@@ -87,8 +95,15 @@ class WindowDataset(Dataset):
         mid, end = s + self.lookback, s + self.lookback + self.horizon
         past = self.values[s:mid]  # (L, F)
         item = {"target": self.values[mid:end, 0]}  # (H,)
+        known = []  # what is known for the forecast steps: future covariates, then calendar
+        if self.ahead is not None:
+            known.append(self.ahead[mid:end])  # (H, Kf)
         if self.calendar is not None:
             past = torch.cat([past, self.calendar[s:mid]], dim=-1)  # (L, F+K)
-            item["future"] = self.calendar[mid:end]  # (H, K)
+            known.append(self.calendar[mid:end])  # (H, K)
+        if known:
+            item["future"] = torch.cat(known, dim=-1)  # (H, Kf+K)
         item["past"] = past
+        if self.series_index is not None:
+            item["series"] = torch.tensor(self.series_index)
         return item

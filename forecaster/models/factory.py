@@ -8,16 +8,26 @@ from forecaster.config import ModelConfig
 from forecaster.models.level import LevelNormalized
 from forecaster.models.recurrent import RecurrentForecaster
 from forecaster.models.seq2seq import Seq2SeqForecaster
+from forecaster.models.series_embedding import SeriesEmbedded
 
 
 def build_network(
-    config: ModelConfig, series_features: int, calendar_features: int, horizon: int
+    config: ModelConfig,
+    series_features: int,
+    calendar_features: int,
+    horizon: int,
+    future_covariates: int = 0,
+    series_count: int = 0,
 ) -> nn.Module:
-    """``series_features`` F (target first) plus ``calendar_features`` K make the input width."""
+    """``series_features`` F (target first) plus ``calendar_features`` K make the input width; the
+    forecast steps see ``future_covariates`` Kf then the K calendar features: (B, H, Kf+K). With
+    ``config.series_embedding`` E, a panel's ``series_count`` series each get a learned vector,
+    appended to both (``series_embedding.py``)."""
+    embedded = config.series_embedding if series_count else 0
     common = dict(
-        input_size=series_features + calendar_features,
+        input_size=series_features + calendar_features + embedded,
         horizon=horizon,
-        future_size=calendar_features,
+        future_size=future_covariates + calendar_features + embedded,
         cell=config.cell,
         hidden_size=config.hidden_size,
         layers=config.layers,
@@ -34,4 +44,5 @@ def build_network(
         )
     else:
         core = RecurrentForecaster(**common, segment_length=config.segment_length, highway=config.highway)
-    return LevelNormalized(core, config.level_norm, series_features)
+    network = LevelNormalized(core, config.level_norm, series_features)
+    return SeriesEmbedded(network, series_count, embedded, horizon) if embedded else network

@@ -5,8 +5,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from forecaster.config import DataConfig
 from forecaster.data.datasets import DATASETS, get_dataset
 from forecaster.data.loading import load_series
+from forecaster.data.source import load_from_config
 from forecaster.errors import DataError
 
 
@@ -104,17 +106,24 @@ def test_trading_days_with_holidays_are_not_gaps():
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_every_bundled_dataset_loads_with_its_policies(name):
     spec = DATASETS[name]
-    series = load_series(
-        spec.path,
-        spec.time_column,
-        spec.target,
-        spec.covariates,
-        spec.frequency,
-        spec.fill,
-        spec.duplicates,
-    )
-    assert not series.frame.isna().any().any()
-    assert series.frame.index.is_monotonic_increasing and series.frame.index.is_unique
+    if spec.id_column is not None:  # long format: several series
+        config = DataConfig(dataset=name, covariates=list(spec.covariates), id_column=spec.id_column)
+        members = list(load_from_config(config).members.values())
+    else:
+        members = [
+            load_series(
+                spec.path,
+                spec.time_column,
+                spec.target,
+                spec.covariates,
+                spec.frequency,
+                spec.fill,
+                spec.duplicates,
+            )
+        ]
+    for series in members:
+        assert not series.frame.isna().any().any()
+        assert series.frame.index.is_monotonic_increasing and series.frame.index.is_unique
 
 
 def test_unknown_dataset_lists_known_ones():

@@ -1,0 +1,178 @@
+"""Many series in one model: long-format loading (errors name the series and the file's row),
+one set of cut-off dates for all, per-series scaling, windows across all series, and forecasts
+that depend on each window alone (a series never seen in training included)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.config import ForecastConfig
+from forecaster.data.datamodule import prepare
+from forecaster.data.panel import load_panel
+from forecaster.data.source import load_from_config
+from forecaster.errors import ConfigError, DataError
+from forecaster.evaluation import evaluate
+from forecaster.predictor import Predictor
+from forecaster.training import train_model
+
+LONG = (
+    "id,t,y\n"
+    "a,2024-01-01,1\na,2024-01-02,2\na,2024-01-03,3\na,2024-01-04,4\n"
+    "b,2024-01-02,10\nb,2024-01-03,20\nb,2024-01-04,x\nb,2024-01-05,40\n"
+)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "long.csv"
+    path.write_text(text)
+    return path
+
+
+def long_frame(lengths: dict[str, tuple[str, int]], seed: int = 0) -> pd.DataFrame:
+    """Sine waves of different levels and scales, one per id, from its own start date."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for k, (key, (start, length)) in enumerate(lengths.items()):
+        steps = np.arange(length)
+        level, scale = 10.0 ** (k + 1), 2.0 ** (k + 1)
+        y = level + scale * np.sin(2 * np.pi * steps / 12) + rng.normal(0, 0.05 * scale, length)
+        frames.append(pd.DataFrame({"id": key, "t": pd.date_range(start, periods=length, freq="D"), "y": y}))
+    return pd.concat(frames)
+
+
+def config(path: Path, **data) -> ForecastConfig:
+    return ForecastConfig.model_validate(
+        {
+            "data": {"path": str(path), "time_column": "t", "target": "y", "id_column": "id", **data},
+            "window": {"lookback": 24, "horizon": 6},
+            "model": {
+                "cell": "gru",
+                "hidden_size": 16,
+                "layers": 1,
+                "dropout": 0.0,
+                "level_norm": "standard",
+            },
+            "train": {"epochs": 2, "progress_bar": False, "batch_size": 64},
+        }
+    )
+
+
+def test_a_bad_value_names_the_series_and_the_file_row(tmp_path):
+    with pytest.raises(DataError, match=r"long.csv \(series 'b'\): column 'y', row 7: 'x' is not a number"):
+        load_panel(write(tmp_path, LONG), "id", "t", "y", frequency="D")
+
+
+def test_a_duplicate_within_one_series_names_it_but_ids_may_share_dates(tmp_path):
+    text = LONG.replace("b,2024-01-04,x", "b,2024-01-04,30") + "a,2024-01-04,5\n"
+    with pytest.raises(
+        DataError, match=r"\(series 'a'\): column 't': duplicate timestamp 2024-01-04.*row 4, row 9"
+    ):
+        load_panel(write(tmp_path, text), "id", "t", "y", frequency="D")
+    panel = load_panel(write(tmp_path, text.rsplit("a,2024-01-04,5", 1)[0]), "id", "t", "y")
+    assert list(panel.members) == ["a", "b"] and panel.frequency == "D"
+    assert panel.members["b"].frame.index[0] == pd.Timestamp("2024-01-02")  # its own start
+
+
+def test_an_empty_id_and_a_missing_id_column_are_named(tmp_path):
+    with pytest.raises(DataError, match=r"column 'id', row 2: the series id is empty"):
+        load_panel(write(tmp_path, LONG.replace("a,2024-01-02", ",2024-01-02")), "id", "t", "y")
+    with pytest.raises(DataError, match=r"column\(s\) \['ticker'\] not found"):
+        load_panel(write(tmp_path, LONG), "ticker", "t", "y")
+
+
+def test_the_bundled_panel_needs_its_id_column():
+    base = {"data": {"dataset": "stocks"}}
+    with pytest.raises(DataError, match="set data.id_column: Ticker"):
+        load_from_config(ForecastConfig.model_validate(base).data)
+    with pytest.raises(ValueError, match="level_norm: a panel .* needs `standard`"):
+        ForecastConfig.model_validate({"data": {"dataset": "stocks", "id_column": "Ticker"}})
+    panel = load_from_config(
+        ForecastConfig.model_validate(
+            {"data": {"dataset": "stocks", "id_column": "Ticker"}, "model": {"level_norm": "standard"}}
+        ).data
+    )
+    assert {key: len(m.frame) for key, m in panel.members.items()} == {
+        "AAPL": 3270,
+        "GOOG": 2148,
+        "IBM": 3270,
+    }
+
+
+def test_every_series_is_split_at_the_same_dates_and_scaled_on_its_own_training_rows(tmp_path):
+    frame = long_frame({"a": ("2020-01-01", 400), "b": ("2020-03-01", 300), "c": ("2020-02-01", 350)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = config(path)
+    prepared = prepare(load_from_config(cfg.data), cfg)
+    cut = prepared.cut_offs
+    for key, part in prepared.members.items():
+        index = part.series.frame.index
+        assert index[part.borders.train_end] == index[index >= cut.val_start][0], key
+        assert index[part.borders.val_end] == index[index >= cut.test_start][0], key
+        assert index[part.borders.train_end - 1] < cut.val_start <= index[part.borders.train_end]
+        train = part.series.frame["y"].to_numpy()[: part.borders.train_end]
+        assert part.scaler.mean[0] == pytest.approx(train.mean())
+        assert part.scaler.std[0] == pytest.approx(train.std())
+    sizes = [len(part.windows("train")) for part in prepared.parts]
+    assert len(prepared.dataset("train")) == sum(sizes)  # windows drawn across all series
+
+
+def test_a_series_without_rows_in_a_split_is_named(tmp_path):
+    frame = long_frame({"a": ("2020-01-01", 400), "late": ("2020-12-01", 40)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = config(path)
+    with pytest.raises(ConfigError, match=r"series 'late'.*train rows 0"):
+        prepare(load_from_config(cfg.data), cfg)
+
+
+def test_a_panel_model_forecasts_any_series_from_its_own_window(tmp_path):
+    frame = long_frame({"a": ("2020-01-01", 400), "b": ("2020-02-01", 360)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = config(path)
+    prepared = prepare(load_from_config(cfg.data), cfg)
+    predictor = train_model(cfg, prepared).predictor
+    windows = prepared.members["b"].windows("test")
+    past = windows.past()[:, :, 0]  # (N, L)
+    own = predictor.predict(past).mean
+    stored = predictor.predict(past, series_ids=["b"] * len(past)).mean  # b's training scaler
+    np.testing.assert_allclose(own, stored, rtol=1e-4, atol=1e-4 * np.abs(past).max())
+    # a series it never saw, at another level and scale: the same forecast, in its own units
+    unseen = predictor.predict(1000.0 * past - 7.0).mean
+    np.testing.assert_allclose(unseen, 1000.0 * own - 7.0, rtol=1e-4, atol=1e-3 * np.abs(1000 * past).max())
+    result = evaluate(predictor, prepared, "test")
+    assert set(result.per_series) == {"a", "b"}
+    assert result.windows == sum(r.windows for r in result.per_series.values())
+    mases = [r.metrics["model"]["mase"] for r in result.per_series.values()]
+    assert result.metrics["model"]["mase"] == pytest.approx(np.mean(mases))
+    assert result.metrics["model"]["mase_median"] == pytest.approx(np.median(mases))
+    assert result.metrics["model"]["mase"] < result.metrics["naive"]["mase"]  # a sine is learnable
+
+
+def test_a_series_embedding_is_learned_for_seen_ids_and_unknown_ones_still_forecast(tmp_path):
+    frame = long_frame({"a": ("2020-01-01", 400), "b": ("2020-02-01", 360)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = config(path)
+    cfg.model.series_embedding = 4
+    prepared = prepare(load_from_config(cfg.data), cfg)
+    assert prepared.dataset("train")[0]["series"] == 0 and prepared.dataset("train")[-1]["series"] == 1
+    predictor = train_model(cfg, prepared).predictor
+    past = prepared.members["b"].windows("test").past()[:, :, 0]
+    as_b = predictor.predict(past, series_ids=["b"] * len(past)).mean
+    as_a = predictor.predict(past, series_ids=["a"] * len(past)).mean
+    unknown = predictor.predict(past).mean  # no id (as the service sends): the learned "unknown" row
+    assert not np.allclose(as_b, as_a) and not np.allclose(as_b, unknown)
+    assert np.isfinite(unknown).all()
+    np.testing.assert_allclose(predictor.predict(past, series_ids=["zz"] * len(past)).mean, unknown)
+    reloaded = Predictor.load(predictor.save(tmp_path / "saved"))
+    np.testing.assert_allclose(reloaded.predict(past, series_ids=["b"] * len(past)).mean, as_b, rtol=1e-6)
+    result = evaluate(predictor, prepared, "test")  # each member scored as itself
+    np.testing.assert_allclose(result.per_series["b"].forecasts["model"], as_b)
+    with pytest.raises(ValueError, match="series_embedding: panels only"):
+        ForecastConfig.model_validate({"data": {"dataset": "ibm"}, "model": {"series_embedding": 4}})

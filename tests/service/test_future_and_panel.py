@@ -1,0 +1,139 @@
+"""The service with future covariates (series[i].future, checked field by field) and with a panel
+model (each window scaled by itself), against real registered tiny models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from pipelines.config import load_run_config
+from pipelines.train import run_training
+from tests.service.conftest import serving
+
+LOOKBACK, HORIZON = 14, 4
+TINY = [
+    f"window.lookback={LOOKBACK}",
+    f"window.horizon={HORIZON}",
+    "model.hidden_size=8",
+    "model.layers=1",
+    "train.epochs=1",
+    "train.batch_size=128",
+    "train.limit_train_batches=3",
+    "train.progress_bar=false",
+]
+
+
+def write_data(root: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    days = pd.date_range("2021-01-01", periods=300, freq="D")
+    promo = (rng.random(len(days)) < 0.2).astype(float)
+    driver = pd.DataFrame({"t": days, "y": 10 + 4 * promo + rng.normal(0, 0.5, len(days)), "promo": promo})
+    driver.to_csv(root / "driver.csv", index=False)
+    long = pd.concat(
+        pd.DataFrame({"id": key, "t": days[k * 20 :], "y": scale * (5 + np.sin(np.arange(300 - k * 20) / 3))})
+        for k, (key, scale) in enumerate({"small": 1.0, "large": 500.0}.items())
+    )
+    long.to_csv(root / "long.csv", index=False)
+    return root / "driver.csv", root / "long.csv"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("future-panel-store")
+    driver, long = write_data(root)
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    common = ["data.time_column=t", "data.target=y", *TINY]
+    models = {
+        "svc-future": [f"data.path={driver}", "data.future_covariates=[promo]", *common],
+        "svc-panel": [f"data.path={long}", "data.id_column=id", "model.level_norm=standard", *common],
+    }
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        for name, settings in models.items():
+            run_training(load_run_config(None, [*settings, f"tracking.registered_model={name}"]), uri)
+    finally:
+        os.chdir(cwd)
+    return uri
+
+
+def values(seed: int = 0, level: float = 10.0) -> list[float]:
+    return (level + np.random.default_rng(seed).normal(0, 1, LOOKBACK)).round(3).tolist()
+
+
+def test_the_model_description_lists_past_and_future_covariates(store):
+    with serving(store, "models:/svc-future@champion") as client:
+        info = client.get("/v1/model").json()
+        assert info["future_covariates"] == [{"name": "promo", "values": HORIZON}]
+        assert info["past_covariates"] == [] and info["panel"] is False
+        schema = client.get("/openapi.json").json()["components"]["schemas"]["SeriesIn"]
+        assert "future" in schema["required"]
+        promo = schema["properties"]["future"]["properties"]["promo"]
+        assert promo["minItems"] == promo["maxItems"] == HORIZON
+        example = schema and client.get("/openapi.json").json()["components"]["schemas"]["PredictRequest"]
+        body = example["examples"][0]
+        assert client.post("/v1/predict", json=body).status_code == 200  # the published example works
+
+
+def test_future_values_reach_the_model_and_match_the_pyfunc(store):
+    ahead = [[0, 1, 0, 0], [1, 1, 1, 1]]
+    body = {"series": [{"values": values(s), "future": {"promo": ahead[s]}} for s in range(2)]}
+    with serving(store, "models:/svc-future@champion") as client:
+        response = client.post("/v1/predict", json=body)
+    assert response.status_code == 200, response.text
+    got = np.array([f["values"] for f in response.json()["forecasts"]])
+    mlflow.set_tracking_uri(store)
+    model = mlflow.pyfunc.load_model("models:/svc-future@champion")
+    windows = np.array([values(0), values(1)])
+    expected = model.predict({"values": windows, "future": np.array(ahead, dtype=float)[..., None]})
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    other = model.predict({"values": windows, "future": np.zeros((2, HORIZON, 1))})
+    assert not np.allclose(other, expected)  # the values sent change the forecast
+
+
+@pytest.mark.parametrize(
+    ("future", "field", "words"),
+    [
+        (None, "series[1].future.promo", "required: 4 values, one per forecast step"),
+        ({}, "series[1].future.promo", "required: 4 values"),
+        ({"promo": [0, 1]}, "series[1].future.promo", "2 values; expected 4, one per forecast step"),
+        ({"promo": [0, 1, 0, 0, 1]}, "series[1].future.promo", "5 values; expected 4"),
+        ({"promo": [0, 0, 0, 0], "temp": [1, 1, 1, 1]}, "series[1].future.temp", "unknown future covariate"),
+        ({"promo": [0, "x", 0, 0]}, "series[1].future.promo[1]", "'x' is not a number"),
+        ({"promo": [0, None, 0, 0]}, "series[1].future.promo[1]", "null is not a number"),
+    ],
+)
+def test_a_bad_future_covariate_is_a_422_naming_it(store, future, field, words):
+    second = {"values": values(1)} if future is None else {"values": values(1), "future": future}
+    body = {"series": [{"values": values(0), "future": {"promo": [0, 0, 0, 0]}}, second]}
+    with serving(store, "models:/svc-future@champion") as client:
+        response = client.post("/v1/predict", json=body)
+    assert response.status_code == 422, response.text
+    problems = {p["field"]: p["msg"] for p in response.json()["detail"]}
+    assert field in problems and words in problems[field], problems
+
+
+def test_a_model_without_future_covariates_refuses_them(store):
+    body = {"series": [{"values": values(0), "future": {"promo": [0, 0, 0, 0]}}]}
+    with serving(store, "models:/svc-panel@champion") as client:
+        response = client.post("/v1/predict", json=body)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "series[0].future.promo"
+    assert "it takes none" in response.json()["detail"][0]["msg"]
+
+
+def test_a_panel_model_scales_each_request_window_by_itself(store):
+    base = np.array(values(3, level=5.0))
+    body = {"series": [{"values": base.tolist()}, {"values": (800 * base + 3).tolist()}]}
+    with serving(store, "models:/svc-panel@champion") as client:
+        info = client.get("/v1/model").json()
+        response = client.post("/v1/predict", json=body)
+    assert info["panel"] is True
+    assert response.status_code == 200, response.text
+    small, large = (np.array(f["values"]) for f in response.json()["forecasts"])
+    np.testing.assert_allclose(large, 800 * small + 3, rtol=1e-4)  # no other series' statistics
