@@ -26,6 +26,7 @@ from service.schemas import PredictRequest
 class ParsedSeries:
     values: np.ndarray  # (T, F) float64, as given
     timestamps: list[datetime] | None
+    series_id: str | None = None
 
 
 @dataclass
@@ -113,7 +114,8 @@ def parse_predict(body: bytes) -> ParsedRequest:
     series = []
     for item in request.series:
         values = np.asarray(item.values, dtype=np.float64)
-        series.append(ParsedSeries(values[:, None] if values.ndim == 1 else values, item.timestamps))
+        values = values[:, None] if values.ndim == 1 else values
+        series.append(ParsedSeries(values, item.timestamps, item.series_id))
     return ParsedRequest(series, request.return_attention)
 
 

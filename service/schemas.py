@@ -39,7 +39,15 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+SeriesId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")]
+
+
 class SeriesIn(Strict):
+    series_id: SeriesId | None = Field(
+        None,
+        description="names the series, so a forecast log can join the actuals posted later to "
+        "/v1/actuals (logged only with timestamps)",
+    )
     values: Values = Field(
         ...,
         description="one window, oldest first: L numbers (univariate) or L rows of F numbers",
@@ -150,11 +158,51 @@ class ModelDescription(BaseModel):
     dtype: str
 
 
+class ForecastLogHealth(BaseModel):
+    status: Literal["ok", "failing"]
+    error: str | None = Field(None, description="the last write error, credentials redacted")
+    queued: int = Field(description="requests' forecasts waiting to be written")
+    written: int
+    dropped: int = Field(description="forecasts dropped because the queue was full")
+    failed: int = Field(description="forecasts whose write failed")
+
+
 class Readiness(BaseModel):
     status: Literal["ready", "not ready"]
     reason: str | None = Field(None, description="in words, when not ready or serving a stale model")
     version: str | None = None
     stale: bool = Field(False, description="serving, but the registry could not be asked lately")
+    forecast_log: ForecastLogHealth | None = Field(
+        None, description="when a forecast log is configured; a failing log never stops predictions"
+    )
+
+
+class ActualSeries(Strict):
+    series_id: SeriesId
+    timestamps: list[datetime] = Field(..., min_length=1, description="one per value; zone-aware: UTC")
+    values: list[Number] = Field(..., min_length=1, description="the observed target")
+
+
+class ActualsRequest(Strict):
+    series: list[ActualSeries] = Field(..., min_length=1)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "series": [
+                        {"series_id": "store-1", "timestamps": ["2024-01-29T00:00:00"], "values": [11.2]}
+                    ]
+                }
+            ]
+        },
+    )
+
+
+class ActualsStored(BaseModel):
+    stored: int = Field(description="values stored (new or corrected)")
+    resolved_steps: int = Field(description="logged forecast steps these values resolve")
 
 
 def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, dict]:

@@ -1,0 +1,386 @@
+"""The forecast log: every answered forecast step and every actual, in a SQL database
+(SQLAlchemy: an embedded SQLite file or PostgreSQL), so live error can be measured against the
+naive forecasts of the very same windows (service/monitor.py).
+
+Why off the request path: a prediction must never wait for, or fail because of, the log. The
+predict handler only hands the arrays it already holds to ``ForecastLog.submit`` (a bounded
+queue, ``put_nowait``); a writer thread turns them into rows (baselines included) and inserts them
+in batches. A full queue drops the record, a failing database fails the batch: both are counted
+(``forecast_log_records_total``) and shown in /readyz, and predictions keep flowing.
+
+Actuals are written synchronously by POST /v1/actuals, in one transaction (all or nothing), as
+upserts keyed by (series, timestamp): a value sent twice counts once, a correction replaces it.
+They are joined to forecast steps when the monitor reads, so the order in which forecasts and
+actuals arrive does not matter."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Engine,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from forecaster.baselines import baseline_forecasts
+from forecaster.conformal import interval_quantiles
+from forecaster.data.frequency import seasonal_period, step_of
+from forecaster.metrics import seasonal_naive_scale
+from service.metrics import ServiceMetrics
+from service.redaction import redact
+
+log = logging.getLogger("service.forecast_log")
+
+metadata = MetaData()
+
+# One row per forecast step: what was forecast for ``target_time`` from the window ending at
+# ``origin``, by which model, beside the naive and seasonal-naive forecasts of that same window.
+forecast_steps = Table(
+    "forecast_steps",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("request_id", String(32), nullable=False),
+    Column("series_id", String(200), nullable=False),
+    Column("role", String(16), nullable=False),  # champion (answered) or challenger (shadow)
+    Column("model_name", String(200), nullable=False),
+    Column("model_version", String(50), nullable=False),
+    Column("model_alias", String(100), nullable=False),
+    Column("origin", DateTime, nullable=False),  # the window's last timestamp
+    Column("step", Integer, nullable=False),  # 1..H
+    Column("target_time", DateTime, nullable=False),
+    Column("forecast", Float, nullable=False),
+    Column("lower", Float),  # the model's first interval level, when it has one
+    Column("upper", Float),
+    Column("level", Float),
+    Column("naive", Float, nullable=False),
+    Column("seasonal_naive", Float),  # when the look-back holds a whole season
+    Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
+    Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
+    Index("ix_forecast_steps_series_time", "series_id", "target_time"),
+    Index("ix_forecast_steps_logged", "logged_at"),
+)
+
+actuals = Table(
+    "actuals",
+    metadata,
+    Column("series_id", String(200), primary_key=True),
+    Column("time", DateTime, primary_key=True),
+    Column("value", Float, nullable=False),
+    Column("received_at", DateTime, nullable=False),
+)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def connect(url: str) -> Engine:
+    """An engine for the log. SQLite gets WAL (the writer thread and readers do not block each
+    other) and a busy timeout; PostgreSQL a short connect timeout, so an unreachable server fails
+    a batch in seconds instead of hanging the writer."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 5, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _wal(connection, _record) -> None:  # type: ignore[no-untyped-def]
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    connect_args = {"connect_timeout": 3} if url.startswith("postgresql") else {}
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+_created: set[int] = set()
+_creating = threading.Lock()
+
+
+def create_tables(engine: Engine) -> None:
+    """The log's tables, created once per engine (the writer thread and the actuals route share
+    it). Two processes creating them at once (``--workers``): the loser finds them on its retry."""
+    if id(engine) in _created:
+        return
+    with _creating:
+        if id(engine) in _created:
+            return
+        try:
+            metadata.create_all(engine)
+        except Exception:
+            time.sleep(0.2)
+            metadata.create_all(engine)  # checkfirst: the tables another process made are kept
+        _created.add(id(engine))
+
+
+@dataclass
+class ForecastRecord:
+    """One answered request's forecasts, as the predict handler holds them (no copies, no rows:
+    the writer thread does that)."""
+
+    request_id: str
+    role: str
+    model_name: str
+    model_version: str
+    model_alias: str
+    frequency: str
+    series_ids: list[str]
+    past_target: np.ndarray  # (n, L) the windows' target, raw units
+    future_times: list[np.ndarray]  # n x (H,) datetime64
+    mean: np.ndarray  # (n, H)
+    quantiles: dict[float, np.ndarray]  # level -> (n, H)
+    levels: list[float]  # the model's interval levels
+
+
+def step_rows(record: ForecastRecord, logged_at: datetime) -> list[dict]:
+    """The record's rows: one per series and horizon step, with its baselines (forecaster.baselines,
+    the functions `forecast evaluate` scores with, so live and offline figures agree)."""
+    past = record.past_target
+    horizon = record.mean.shape[1]
+    period = seasonal_period(record.frequency)
+    step = step_of(record.frequency)
+    baselines = baseline_forecasts(past, horizon, period)
+    naive, seasonal = baselines["naive"], baselines.get("seasonal_naive")
+    scales = [seasonal_naive_scale(window, period) for window in past]
+    lower = upper = None
+    level = record.levels[0] if record.levels else None
+    if level is not None:
+        low_q, high_q = interval_quantiles(level)
+        lower, upper = record.quantiles.get(low_q), record.quantiles.get(high_q)
+        if lower is None or upper is None:
+            level = None
+    rows = []
+    for i, series_id in enumerate(record.series_ids):
+        times = record.future_times[i].astype("datetime64[us]").tolist()
+        origin = (pd.Timestamp(times[0]) - step).to_pydatetime()  # the window's last timestamp
+        for h in range(horizon):
+            rows.append(
+                {
+                    "request_id": record.request_id,
+                    "series_id": series_id,
+                    "role": record.role,
+                    "model_name": record.model_name,
+                    "model_version": record.model_version,
+                    "model_alias": record.model_alias,
+                    "origin": origin,
+                    "step": h + 1,
+                    "target_time": times[h],
+                    "forecast": float(record.mean[i, h]),
+                    "lower": None if level is None else float(lower[i, h]),
+                    "upper": None if level is None else float(upper[i, h]),
+                    "level": level,
+                    "naive": float(naive[i, h]),
+                    "seasonal_naive": None if seasonal is None else float(seasonal[i, h]),
+                    "scale": scales[i],
+                    "logged_at": logged_at,
+                }
+            )
+    return rows
+
+
+class LogHealth:
+    """What /readyz and the metrics say about the log: counts and the last error (redacted)."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.dropped = 0
+        self.failed = 0
+        self.error: str | None = None
+        self.error_at: float | None = None
+        self.last_write: float | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.error is not None
+
+
+class ForecastLog:
+    """The bounded queue and the writer thread in front of the database."""
+
+    def __init__(
+        self,
+        url: str,
+        metrics: ServiceMetrics,
+        max_queued: int = 10_000,
+        batch: int = 500,
+        retention_days: float = 90.0,
+        max_steps: int = 5_000_000,
+    ) -> None:
+        self.url = url
+        self.shown_url = redact(url) or ""
+        self.metrics = metrics
+        self.engine = connect(url)
+        self.queue: queue.Queue[ForecastRecord | None] = queue.Queue(maxsize=max_queued)
+        self.batch = batch
+        self.retention = timedelta(days=retention_days)
+        self.max_steps = max_steps
+        self.health = LogHealth()
+        self.thread: threading.Thread | None = None
+        self._pending = 0  # records taken from the queue but not yet written or failed
+        self._last_prune = 0.0
+        self._up = metrics.log_up
+        self._counted = {
+            outcome: metrics.log_records.labels(outcome) for outcome in ("written", "dropped", "failed")
+        }
+
+    # -- the request path -------------------------------------------------------------------
+    def submit(self, record: ForecastRecord) -> None:
+        """Queue a record for writing; never blocks. A full queue drops it (counted)."""
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            self.health.dropped += len(record.series_ids)
+            self._counted["dropped"].inc(len(record.series_ids))
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="forecast-log", daemon=True)
+        self.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Write what is queued (within ``timeout``), then stop the writer."""
+        if self.thread is None:
+            return
+        with contextlib.suppress(queue.Full):
+            self.queue.put(None, timeout=timeout)
+        self.thread.join(timeout)
+        self.engine.dispose()
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every record submitted so far is written or failed (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self.queue.unfinished_tasks > 0:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    # -- the writer thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            first = self.queue.get()
+            records = [first]
+            while len(records) < self.batch:
+                try:
+                    records.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(record is None for record in records)
+            work = [record for record in records if record is not None]
+            try:
+                if work:
+                    self._write(work)
+            finally:
+                for _ in records:
+                    self.queue.task_done()
+            self.metrics.log_queue_depth.set(self.queue.qsize())
+            if stop:
+                return
+
+    def _write(self, records: list[ForecastRecord]) -> None:
+        forecasts = sum(len(record.series_ids) for record in records)
+        try:
+            create_tables(self.engine)
+            now = utc_now()
+            rows = [row for record in records for row in step_rows(record, now)]
+            with self.engine.begin() as connection:
+                connection.execute(insert(forecast_steps), rows)
+            self._prune_now_and_then()
+        except Exception as exc:  # the log must never take the service down: count, keep, back off
+            self.health.failed += forecasts
+            self._counted["failed"].inc(forecasts)
+            self._failed(exc)
+            time.sleep(min(1.0, 0.05 * self.queue.qsize() + 0.1))  # do not spin on a dead database
+            return
+        self.health.written += forecasts
+        self.health.last_write = time.time()
+        self.health.error = None
+        self._up.set(1)
+        self._counted["written"].inc(forecasts)
+
+    def _failed(self, exc: BaseException) -> None:
+        first_line = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        if self.health.error is None:
+            log.error("the forecast log %s is failing: %s", self.shown_url, redact(first_line))
+        self.health.error = redact(first_line)
+        self.health.error_at = time.time()
+        self._up.set(0)
+
+    def _prune_now_and_then(self, every_s: float = 600.0) -> None:
+        """Retention: forecast steps and actuals logged longer ago than ``retention``, and the
+        oldest steps beyond ``max_steps``, every ten minutes."""
+        if time.monotonic() - self._last_prune < every_s:
+            return
+        self._last_prune = time.monotonic()
+        prune(self.engine, self.retention, self.max_steps)
+
+
+def prune(engine: Engine, retention: timedelta, max_steps: int) -> None:
+    cutoff = utc_now() - retention
+    with engine.begin() as connection:
+        connection.execute(delete(forecast_steps).where(forecast_steps.c.logged_at < cutoff))
+        connection.execute(delete(actuals).where(actuals.c.received_at < cutoff))
+        newest = connection.execute(select(func.max(forecast_steps.c.id))).scalar()
+        if newest is not None and newest > max_steps:
+            connection.execute(delete(forecast_steps).where(forecast_steps.c.id <= newest - max_steps))
+
+
+def upsert_actuals(engine: Engine, rows: list[dict]) -> None:
+    """Store actuals in one transaction: new (series, time) pairs are inserted, known ones get
+    the new value (a correction), so sending a value twice stores it once."""
+    create_tables(engine)
+    dialect = engine.dialect.name
+    if dialect == "postgresql":
+        statement = postgres_insert(actuals)
+    elif dialect == "sqlite":
+        statement = sqlite_insert(actuals)
+    else:
+        raise RuntimeError(f"the forecast log supports SQLite and PostgreSQL, not {dialect}")
+    statement = statement.on_conflict_do_update(
+        index_elements=[actuals.c.series_id, actuals.c.time],
+        set_={"value": statement.excluded.value, "received_at": statement.excluded.received_at},
+    )
+    with engine.begin() as connection:
+        connection.execute(statement, rows)
+
+
+def resolved_count(engine: Engine, rows: list[dict]) -> int:
+    """How many logged forecast steps the given actuals resolve."""
+    if not rows:
+        return 0
+    total = 0
+    by_series: dict[str, list[datetime]] = {}
+    for row in rows:
+        by_series.setdefault(row["series_id"], []).append(row["time"])
+    with engine.connect() as connection:
+        for series_id, times in by_series.items():
+            total += connection.execute(
+                select(func.count())
+                .select_from(forecast_steps)
+                .where(forecast_steps.c.series_id == series_id, forecast_steps.c.target_time.in_(times))
+            ).scalar_one()
+    return total

@@ -1,0 +1,108 @@
+"""Live monitoring: forecasts logged by the service, actuals posted after them, the monitor's
+figures against `forecast evaluate`'s on the same windows, and a log that fails without costing
+a prediction."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+
+from forecaster.data.datamodule import prepare_series
+from forecaster.data.source import load_from_config
+from forecaster.evaluation import evaluate
+from pipelines.config import load_run_config
+from pipelines.registry import load_predictor
+from pipelines.train import run_training
+from tests.conftest import TINY
+from tests.service.conftest import serving
+
+MODEL = "models:/monitored@champion"
+
+
+@pytest.fixture(scope="module")
+def monitored(tmp_path_factory) -> str:
+    """Tracking URI of a store holding one tiny LSTM registered as `monitored` @champion."""
+    root: Path = tmp_path_factory.mktemp("monitor-store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        run_training(load_run_config(None, [*TINY, "tracking.registered_model=monitored"]), uri, quiet=True)
+    finally:
+        os.chdir(cwd)
+    return uri
+
+
+def stamps(times: np.ndarray) -> list[str]:
+    return [str(t) for t in np.datetime_as_string(times, "s")]
+
+
+def replay(client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray, future: np.ndarray) -> None:
+    """Day by day: forecast from each origin, then post the value that became known (the first
+    step's actual); after the last origin, the rest of its horizon."""
+    for n in range(len(past)):
+        request = {
+            "series": [
+                {"series_id": "melbourne", "values": past[n].tolist(), "timestamps": stamps(past_times[n])}
+            ]
+        }
+        answer = client.post("/v1/predict", json=request)
+        assert answer.status_code == 200, answer.text
+        assert "x-request-id" in answer.headers
+        known = {
+            "series_id": "melbourne",
+            "timestamps": stamps(future[n, :1]),
+            "values": actual[n, :1].tolist(),
+        }
+        stored = client.post("/v1/actuals", json={"series": [known]})
+        assert stored.status_code == 200, stored.text
+    rest = {"series_id": "melbourne", "timestamps": stamps(future[-1, 1:]), "values": actual[-1, 1:].tolist()}
+    assert client.post("/v1/actuals", json={"series": [rest]}).status_code == 200
+
+
+def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, tmp_path):
+    mlflow.set_tracking_uri(monitored)
+    predictor = load_predictor("models:/monitored/1")
+    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
+    offline = evaluate(predictor, prepared, "test")
+    windows = prepared.windows("test")
+    past, actual = windows.past()[:, :, 0], windows.target()
+    past_times, future = windows.past_times(), windows.future_times()
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    with serving(
+        monitored, MODEL, forecast_log_url=log_url, monitor_window=10**6, monitor_min_steps=1
+    ) as client:
+        replay(client, past, past_times, actual, future)
+        assert client.app.state.forecast_log.flush()
+        document = client.get("/v1/monitor").json()
+    assert document["status"] in ("ok", "degraded")
+    (model,) = document["models"]
+    assert (model["name"], model["version"], model["alias"], model["role"]) == (
+        "monitored",
+        "1",
+        "champion",
+        "champion",
+    )
+    horizon = predictor.horizon
+    assert model["count"] == len(past) * horizon == document["overall"]["count"]
+    # float32 precision: the service runs one window per forward pass, evaluate all of them in
+    # one batch, and the network computes in float32 (the figures agree to ~1e-9 here)
+    rtol = 1e-6
+    assert model["mae"] == pytest.approx(offline.metrics["model"]["mae"], rel=rtol)
+    assert model["rmse"] == pytest.approx(offline.metrics["model"]["rmse"], rel=rtol)
+    assert model["skill_naive"] == pytest.approx(offline.skill("mae", "naive"), rel=rtol)
+    assert model["skill_seasonal_naive"] == pytest.approx(offline.skill("mae", "seasonal_naive"), rel=rtol)
+    level = predictor.interval_levels[0]
+    assert model["interval_level"] == level
+    assert model["coverage"] == pytest.approx(offline.intervals[level]["coverage"], rel=rtol)
+    by_step = model["by_step"]
+    assert [s["step"] for s in by_step] == list(range(1, horizon + 1))
+    live_mae = np.array([s["mae"] for s in by_step])
+    live_skill = np.array([s["skill_naive"] for s in by_step])
+    offline_skill = 1 - offline.per_step_mae["model"] / offline.per_step_mae["naive"]
+    np.testing.assert_allclose(live_mae, offline.per_step_mae["model"], rtol=rtol)
+    np.testing.assert_allclose(live_skill, offline_skill, rtol=rtol)
