@@ -41,6 +41,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    make_url,
     select,
 )
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
@@ -113,8 +114,11 @@ def connect(url: str) -> Engine:
             cursor.close()
 
         return engine
-    connect_args = {"connect_timeout": 3} if url.startswith("postgresql") else {}
-    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; we ship psycopg 3
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    connect_args = {"connect_timeout": 3} if parsed.drivername.startswith("postgresql") else {}
+    return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
 
 
 _created: set[int] = set()
@@ -265,10 +269,12 @@ class ForecastLog:
         """Write what is queued (within ``timeout``), then stop the writer."""
         if self.thread is None:
             return
+        deadline = time.monotonic() + timeout
         with contextlib.suppress(queue.Full):
-            self.queue.put(None, timeout=timeout)
-        self.thread.join(timeout)
-        self.engine.dispose()
+            self.queue.put(None, timeout=timeout / 2)
+        self.thread.join(max(0.0, deadline - time.monotonic()))
+        if not self.thread.is_alive():
+            self.engine.dispose()
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every record submitted so far is written or failed (tests, shutdown)."""

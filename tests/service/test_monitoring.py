@@ -5,6 +5,7 @@ a prediction."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import mlflow
@@ -106,3 +107,62 @@ def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, t
     offline_skill = 1 - offline.per_step_mae["model"] / offline.per_step_mae["naive"]
     np.testing.assert_allclose(live_mae, offline.per_step_mae["model"], rtol=rtol)
     np.testing.assert_allclose(live_skill, offline_skill, rtol=rtol)
+
+
+def window_request(n: int = 0, series_id: str = "melbourne") -> dict:
+    """A valid one-window request with a series id and daily timestamps (the tiny model: L=14)."""
+    times = np.arange(np.datetime64("1990-01-01"), np.datetime64("1990-01-15")) + n
+    values = (10 + 3 * np.sin(np.arange(14) / 2)).round(3).tolist()
+    return {"series": [{"series_id": series_id, "values": values, "timestamps": stamps(times)}]}
+
+
+def metric(text: str, name: str) -> float:
+    """A sample's value from a Prometheus exposition (the first line starting with ``name``)."""
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_an_unreachable_log_costs_no_prediction(monitored, tmp_path):
+    """The log's database cannot be opened: every prediction still answers 200, the failed writes
+    are counted, /readyz stays ready and says the log is failing, and actuals are refused (503)
+    rather than lost silently."""
+    log_url = f"sqlite:///{tmp_path / 'no-such-folder' / 'forecasts.db'}"
+    with serving(monitored, MODEL, forecast_log_url=log_url) as client:
+        for n in range(20):
+            answer = client.post("/v1/predict", json=window_request(n))
+            assert answer.status_code == 200, answer.text
+        assert client.app.state.forecast_log.flush()
+        ready = client.get("/readyz")
+        metrics = client.get("/metrics").text
+        actual = {"series_id": "melbourne", "timestamps": ["1990-01-15T00:00:00"], "values": [11.0]}
+        refused = client.post("/v1/actuals", json={"series": [actual]})
+    assert ready.status_code == 200
+    health = ready.json()["forecast_log"]
+    assert health["status"] == "failing" and "unable to open database file" in health["error"]
+    assert health["failed"] == 20 and health["written"] == 0
+    assert metric(metrics, 'forecast_log_records_total{outcome="failed"}') == 20
+    assert metric(metrics, "forecast_log_up") == 0
+    assert refused.status_code == 503 and "nothing was stored" in refused.json()["detail"]
+
+
+def test_a_hanging_log_drops_what_its_queue_cannot_hold(monitored):
+    """A database that accepts the connection and never answers (a listening socket nobody
+    serves), behind a queue of two: predictions answer 200 all the same, the records beyond the
+    queue are dropped and counted, and /readyz shows it without the URL's password."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        port = silent.getsockname()[1]
+        log_url = f"postgresql://monitor:s3cr3t-pw@127.0.0.1:{port}/forecasts"
+        with serving(monitored, MODEL, forecast_log_url=log_url, forecast_log_queue=2) as client:
+            for n in range(12):
+                assert client.post("/v1/predict", json=window_request(n)).status_code == 200
+            ready = client.get("/readyz")
+            metrics = client.get("/metrics").text
+    health = ready.json()["forecast_log"]
+    assert ready.status_code == 200
+    assert health["dropped"] >= 12 - 2 - 1  # the queue holds 2, the writer holds at most 1 batch
+    assert metric(metrics, 'forecast_log_records_total{outcome="dropped"}') == health["dropped"]
+    assert "s3cr3t" not in ready.text
