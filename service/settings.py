@@ -49,7 +49,7 @@ class ServiceSettings(BaseSettings):
     )
     forecast_log_batch: int = Field(500, ge=1, description="forecasts per insert transaction")
     forecast_log_retention_days: float = Field(
-        90.0, gt=0, description="forecast steps and actuals older than this (by their timestamp) are deleted"
+        90.0, gt=0, description="forecast steps and actuals logged longer ago than this are deleted"
     )
     forecast_log_max_steps: int = Field(
         5_000_000, ge=1, description="at most this many forecast steps are kept (oldest deleted first)"

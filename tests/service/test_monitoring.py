@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pytest
+from sqlalchemy import select
 
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
@@ -18,6 +20,7 @@ from forecaster.evaluation import evaluate
 from pipelines.config import load_run_config
 from pipelines.registry import load_predictor
 from pipelines.train import run_training
+from service.forecast_log import actuals, connect, create_tables, forecast_steps, prune, utc_now
 from tests.conftest import TINY
 from tests.service.conftest import serving
 
@@ -166,3 +169,96 @@ def test_a_hanging_log_drops_what_its_queue_cannot_hold(monitored):
     assert health["dropped"] >= 12 - 2 - 1  # the queue holds 2, the writer holds at most 1 batch
     assert metric(metrics, 'forecast_log_records_total{outcome="dropped"}') == health["dropped"]
     assert "s3cr3t" not in ready.text
+
+
+def stored_actuals(log_url: str) -> list[tuple]:
+    engine = connect(log_url)
+    with engine.connect() as connection:
+        rows = connection.execute(select(actuals.c.series_id, actuals.c.time, actuals.c.value)).all()
+    engine.dispose()
+    return sorted(tuple(row) for row in rows)
+
+
+def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_request(monitored, tmp_path):
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    first = {
+        "series_id": "melbourne",
+        "timestamps": ["1990-01-15T00:00:00", "1990-01-16"],
+        "values": [11.0, 12.0],
+    }
+    with serving(monitored, MODEL, forecast_log_url=log_url, monitor_min_steps=1) as client:
+        assert client.post("/v1/predict", json=window_request()).status_code == 200
+        assert client.app.state.forecast_log.flush()
+        answers = [client.post("/v1/actuals", json={"series": [first]}) for _ in range(2)]
+        assert [a.json() for a in answers] == [{"stored": 2, "resolved_steps": 2}] * 2
+        twice = client.get("/v1/monitor").json()["models"][0]
+        corrected = {"series_id": "melbourne", "timestamps": ["1990-01-16T00:00:00+00:00"], "values": [20.0]}
+        assert client.post("/v1/actuals", json={"series": [corrected]}).status_code == 200
+        after = client.get("/v1/monitor").json()["models"][0]
+        bad = [
+            {"series_id": "other", "timestamps": ["1990-01-17"], "values": [1.0]},
+            {"series_id": "melbourne", "timestamps": ["1990-01-17"], "values": ["warm"]},
+        ]
+        refused = client.post("/v1/actuals", json={"series": bad})
+        mismatch = client.post(
+            "/v1/actuals",
+            json={"series": [{"series_id": "x", "timestamps": ["1990-01-17"], "values": [1.0, 2.0]}]},
+        )
+        repeated = client.post(
+            "/v1/actuals",
+            json={
+                "series": [
+                    {"series_id": "x", "timestamps": ["1990-01-17", "1990-01-17"], "values": [1.0, 2.0]}
+                ]
+            },
+        )
+    assert twice["count"] == 2  # the same two values sent twice resolve two steps, not four
+    assert after["count"] == 2 and after["mae"] != twice["mae"]  # the correction replaced the value
+    assert refused.status_code == 422 and refused.json()["detail"][0]["field"] == "series[1].values[0]"
+    assert mismatch.status_code == 422 and mismatch.json()["detail"][0]["field"] == "series[0].timestamps"
+    assert repeated.status_code == 422 and repeated.json()["detail"][0]["field"] == "series[0].timestamps[1]"
+    assert [(s, v) for s, _, v in stored_actuals(log_url)] == [("melbourne", 11.0), ("melbourne", 20.0)]
+
+
+def test_without_a_log_actuals_and_monitor_say_how_to_turn_it_on(monitored):
+    with serving(monitored, MODEL) as client:
+        answer = client.post("/v1/predict", json=window_request())
+        monitor = client.get("/v1/monitor")
+        ready = client.get("/readyz").json()
+    assert answer.status_code == 200 and "x-request-id" not in answer.headers
+    assert monitor.status_code == 404 and "FORECAST_LOG_URL" in monitor.json()["detail"]
+    assert ready["forecast_log"] is None
+
+
+def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(tmp_path):
+    engine = connect(f"sqlite:///{tmp_path / 'forecasts.db'}")
+    create_tables(engine)
+    now = utc_now()
+    step = {
+        "request_id": "r", "series_id": "s", "role": "champion", "model_name": "m", "model_version": "1",
+        "model_alias": "champion", "origin": now, "step": 1, "target_time": now, "forecast": 1.0, "naive": 1.0,
+        "scale": 1.0,
+    }  # fmt: skip
+    with engine.begin() as connection:
+        connection.execute(
+            forecast_steps.insert(),
+            [{**step, "logged_at": now - timedelta(days=age)} for age in (100, 10, 5, 1, 0)],
+        )
+        connection.execute(
+            actuals.insert(),
+            [
+                {
+                    "series_id": "s",
+                    "time": now - timedelta(days=age),
+                    "value": 1.0,
+                    "received_at": now - timedelta(days=age),
+                }
+                for age in (100, 1)
+            ],
+        )
+    prune(engine, timedelta(days=90), max_steps=3)
+    with engine.connect() as connection:
+        kept = sorted(row.logged_at for row in connection.execute(select(forecast_steps.c.logged_at)))
+        kept_actuals = connection.execute(select(actuals.c.time)).all()
+    assert kept == [now - timedelta(days=5), now - timedelta(days=1), now]
+    assert len(kept_actuals) == 1
