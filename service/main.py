@@ -33,6 +33,7 @@ from service.reloader import Reloader
 from service.routes import documented, router
 from service.schemas import model_schema, request_schemas
 from service.settings import ServiceSettings
+from service.shadow import Shadow
 from service.validation import problem_detail
 
 log = logging.getLogger("service")
@@ -90,6 +91,8 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         app.state.parser = parser
         forecast_log = start_forecast_log(settings, metrics)
         app.state.forecast_log = forecast_log
+        shadow, shadow_loader = start_shadow(settings, metrics, forecast_log)
+        app.state.shadow = shadow
         parser.start()
         batcher.start()
         reloader.start()  # loads in the background, retrying with backoff
@@ -100,6 +103,9 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         await reloader.stop()
         await batcher.stop()
         await parser.stop()
+        if shadow is not None:
+            await shadow_loader.stop()
+            await asyncio.to_thread(shadow.stop)
         if forecast_log is not None:
             await asyncio.to_thread(forecast_log.stop)
         metrics.process_exited()
@@ -115,6 +121,7 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.forecast_log = None
+    app.state.shadow = None
     app.state.monitor_collector = MonitorCollector()
     metrics.add_collector(app.state.monitor_collector)
     app.predict_endpoint = PredictEndpoint(app.state, settings, metrics)
@@ -148,6 +155,32 @@ def start_forecast_log(settings: ServiceSettings, metrics: ServiceMetrics) -> Fo
     forecast_log.start()
     log.info("logging forecasts to %s", forecast_log.shown_url)
     return forecast_log
+
+
+def start_shadow(
+    settings: ServiceSettings, metrics: ServiceMetrics, forecast_log: ForecastLog | None
+) -> tuple[Shadow | None, Reloader | None]:
+    """The challenger in shadow (CHALLENGER_MODEL_URI), loaded in the background like the champion
+    and re-resolved as often; its reloads are counted apart (they are not the served model's)."""
+    if not settings.challenger_model_uri:
+        return None, None
+    if forecast_log is None:
+        log.warning("CHALLENGER_MODEL_URI is set but no FORECAST_LOG_URL: the challenger is not loaded")
+        return None, None
+    store = ModelStore(
+        settings.mlflow_tracking_uri, settings.challenger_model_uri, settings.device, settings.dtype
+    )
+    loader = Reloader(
+        store,
+        ServiceMetrics(),
+        settings.reload_interval_s,
+        settings.reload_timeout_s,
+        settings.load_retry_max_s,
+    )
+    shadow = Shadow(store, forecast_log, metrics, settings.shadow_queue)
+    shadow.start()
+    loader.start()
+    return shadow, loader
 
 
 async def refresh_monitor(app: FastAPI) -> None:

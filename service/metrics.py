@@ -94,6 +94,12 @@ class ServiceMetrics:
             registry=self.registry,
             multiprocess_mode="livemin",
         )
+        self.shadow_requests = Counter(
+            "forecast_shadow_requests_total",
+            "Requests given to the shadow challenger, by outcome (scored, dropped, skipped) and reason",
+            ["outcome", "reason"],
+            registry=self.registry,
+        )
         self.collectors: list[Collector] = []  # computed at scrape time (the monitor's figures)
 
     def add_collector(self, collector: Collector) -> None:

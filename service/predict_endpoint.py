@@ -56,6 +56,7 @@ from service.redaction import redact
 from service.responses import forecast_body
 from service.security import UNAUTHORIZED, key_matches
 from service.settings import ServiceSettings
+from service.shadow import Shadow, ShadowJob
 from service.validation import Windows, problem_detail, windows_for
 
 log = logging.getLogger("service.predict")
@@ -167,6 +168,17 @@ class PredictEndpoint:
                 return None
             request_id = uuid.uuid4().hex
             forecast_log.submit(forecast_record(request_id, CHAMPION, answer, parsed, windows, keep))
+            shadow: Shadow | None = self.state.shadow
+            if shadow is not None:
+                shadow.submit(
+                    ShadowJob(
+                        request_id,
+                        [parsed.series[i].series_id or "" for i in keep],
+                        [parsed.series[i].values for i in keep],
+                        [windows.future[i] for i in keep],
+                        answer.model.predictor.frequency,
+                    )
+                )
             return request_id
         except Exception:
             log.exception("could not hand a forecast to the forecast log")

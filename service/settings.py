@@ -54,6 +54,12 @@ class ServiceSettings(BaseSettings):
     forecast_log_max_steps: int = Field(
         5_000_000, ge=1, description="at most this many forecast steps are kept (oldest deleted first)"
     )
+    challenger_model_uri: str | None = Field(
+        None,
+        description="a second model scored in shadow on the same requests (answers not returned), "
+        "logged as role challenger; needs the forecast log",
+    )
+    shadow_queue: int = Field(1000, ge=1, description="requests waiting for the challenger; beyond: dropped")
     monitor_window: int = Field(
         1000, ge=1, description="the rolling window: the last N resolved forecast steps per model version"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -262,3 +263,39 @@ def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_th
         kept_actuals = connection.execute(select(actuals.c.time)).all()
     assert kept == [now - timedelta(days=5), now - timedelta(days=1), now]
     assert len(kept_actuals) == 1
+
+
+def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, tmp_path):
+    """The champion's own version served again as the challenger: scored on every request (its
+    answers never returned), it must come out with exactly the champion's figures."""
+    mlflow.set_tracking_uri(monitored)
+    predictor = load_predictor("models:/monitored/1")
+    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
+    windows = prepared.windows("test")
+    n = 30
+    past, actual = windows.past()[:n, :, 0], windows.target()[:n]
+    past_times, future = windows.past_times()[:n], windows.future_times()[:n]
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    with serving(
+        monitored,
+        MODEL,
+        forecast_log_url=log_url,
+        challenger_model_uri="models:/monitored/1",
+        monitor_min_steps=1,
+    ) as client:
+        state = client.app.state
+        while state.shadow.store.current is None:  # the challenger loads in the background
+            time.sleep(0.05)
+        replay(client, past, past_times, actual, future)
+        assert state.shadow.flush() and state.forecast_log.flush()
+        document = client.get("/v1/monitor").json()
+        metrics = client.get("/metrics").text
+        one = client.post("/v1/predict", json=window_request()).json()
+    champion, challenger = sorted(document["models"], key=lambda m: m["role"] != "champion")
+    assert (champion["role"], challenger["role"]) == ("champion", "challenger")
+    assert challenger["version"] == "1" and challenger["count"] == champion["count"] == n * predictor.horizon
+    for figure in ("mae", "rmse", "skill_naive", "coverage"):
+        assert challenger[figure] == pytest.approx(champion[figure], rel=1e-9)
+    assert document["serving"] == {"name": "monitored", "version": "1"}
+    assert metric(metrics, 'forecast_shadow_requests_total{outcome="scored",reason=""}') == n
+    assert len(one["forecasts"]) == 1  # the challenger's forecast is not in the answer
