@@ -173,4 +173,4 @@ def print_report(summary: dict, health: dict, args: argparse.Namespace) -> None:
     for name in ("sqlite", "postgres"):
         if name in summary["c32"]:
             cost = 1 - summary["c32"][name]["rps"] / summary["c32"]["off"]["rps"]
-            print(f"  {'PASS' if cost < TARGET else 'FAIL'}  {name}: {cost:+.1%} req/s against off")
+            print(f"  {'PASS' if cost < TARGET else 'FAIL'}  {name}: costs {cost:.1%} of off's req/s")
