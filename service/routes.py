@@ -132,7 +132,7 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
     log_health = forecast_log_health(request.app.state.forecast_log)
     if model is None:
         body = Readiness(status="not ready", reason=not_ready_reason(store), forecast_log=log_health)
-        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "5"})
+        return JSONResponse(readiness(body), status_code=503, headers={"Retry-After": "5"})
     if not batcher.alive:
         body = Readiness(
             status="not ready",
@@ -140,7 +140,7 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
             version=model.ref.version,
             forecast_log=log_health,
         )
-        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "1"})
+        return JSONResponse(readiness(body), status_code=503, headers={"Retry-After": "1"})
     stale = store.status.failures > 0
     reason = None
     if stale:
@@ -149,7 +149,12 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
     ready = Readiness(
         status="ready", version=model.ref.version, stale=stale, reason=reason, forecast_log=log_health
     )
-    return JSONResponse(ready.model_dump())
+    return JSONResponse(readiness(ready))
+
+
+def readiness(body: Readiness) -> dict[str, Any]:
+    """The document, without ``forecast_log`` when no log is configured (as before there was one)."""
+    return body.model_dump(exclude={"forecast_log"} if body.forecast_log is None else None)
 
 
 def forecast_log_health(forecast_log: ForecastLog | None) -> ForecastLogHealth | None:
