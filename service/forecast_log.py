@@ -275,6 +275,7 @@ class ForecastLog:
         batch: int = 500,
         retention_days: float = 90.0,
         max_steps: int = 5_000_000,
+        wait_s: float = 0.1,
     ) -> None:
         self.url = url
         self.shown_url = redact(url) or ""
@@ -282,6 +283,7 @@ class ForecastLog:
         self.engine = connect(url)
         self.queue: queue.Queue[ForecastRecord | None] = queue.Queue(maxsize=max_queued)
         self.batch = batch
+        self.wait_s = wait_s
         self.retention = timedelta(days=retention_days)
         self.max_steps = max_steps
         self.health = LogHealth()
@@ -330,11 +332,11 @@ class ForecastLog:
     # -- the writer thread ------------------------------------------------------------------
     def _run(self) -> None:
         while True:
-            first = self.queue.get()
-            records = [first]
-            while len(records) < self.batch:
+            records = [self.queue.get()]
+            deadline = time.monotonic() + self.wait_s  # a batch gathers company: fewer transactions
+            while len(records) < self.batch and records[-1] is not None:
                 try:
-                    records.append(self.queue.get_nowait())
+                    records.append(self.queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             stop = any(record is None for record in records)

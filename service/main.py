@@ -151,6 +151,7 @@ def start_forecast_log(settings: ServiceSettings, metrics: ServiceMetrics) -> Fo
         settings.forecast_log_batch,
         settings.forecast_log_retention_days,
         settings.forecast_log_max_steps,
+        settings.forecast_log_wait_ms / 1000,
     )
     forecast_log.start()
     log.info("logging forecasts to %s", forecast_log.shown_url)

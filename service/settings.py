@@ -47,7 +47,10 @@ class ServiceSettings(BaseSettings):
     forecast_log_queue: int = Field(
         10_000, ge=1, description="forecasts waiting to be written; beyond it they are dropped (counted)"
     )
-    forecast_log_batch: int = Field(500, ge=1, description="forecasts per insert transaction")
+    forecast_log_batch: int = Field(500, ge=1, description="requests' forecasts per insert transaction")
+    forecast_log_wait_ms: float = Field(
+        100.0, ge=0, description="how long the writer gathers a batch before inserting it"
+    )
     forecast_log_retention_days: float = Field(
         90.0, gt=0, description="forecast steps and actuals logged longer ago than this are deleted"
     )

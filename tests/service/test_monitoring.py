@@ -153,21 +153,22 @@ def test_an_unreachable_log_costs_no_prediction(monitored, tmp_path):
 
 def test_a_hanging_log_drops_what_its_queue_cannot_hold(monitored):
     """A database that accepts the connection and never answers (a listening socket nobody
-    serves), behind a queue of two: predictions answer 200 all the same, the records beyond the
+    serves), behind a queue of two and a writer taking one at a time: predictions answer 200 all the same, the records beyond the
     queue are dropped and counted, and /readyz shows it without the URL's password."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(64)
         port = silent.getsockname()[1]
         log_url = f"postgresql://monitor:s3cr3t-pw@127.0.0.1:{port}/forecasts"
-        with serving(monitored, MODEL, forecast_log_url=log_url, forecast_log_queue=2) as client:
+        settings = {"forecast_log_url": log_url, "forecast_log_queue": 2, "forecast_log_batch": 1}
+        with serving(monitored, MODEL, **settings) as client:
             for n in range(12):
                 assert client.post("/v1/predict", json=window_request(n)).status_code == 200
             ready = client.get("/readyz")
             metrics = client.get("/metrics").text
     health = ready.json()["forecast_log"]
     assert ready.status_code == 200
-    assert health["dropped"] >= 12 - 2 - 1  # the queue holds 2, the writer holds at most 1 batch
+    assert health["dropped"] >= 12 - 2 - 1  # the queue holds 2, the writer 1
     assert metric(metrics, 'forecast_log_records_total{outcome="dropped"}') == health["dropped"]
     assert "s3cr3t" not in ready.text
 
