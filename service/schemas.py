@@ -202,7 +202,10 @@ class ActualsRequest(Strict):
 
 class ActualsStored(BaseModel):
     stored: int = Field(description="values stored (new or corrected)")
-    resolved_steps: int = Field(description="logged forecast steps these values resolve")
+    resolved_steps: int = Field(
+        description="forecast steps already written to the log that these values resolve (forecasts "
+        "still queued for the writer are joined all the same when the monitor reads)"
+    )
 
 
 def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, dict]:
