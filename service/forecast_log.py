@@ -52,7 +52,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from forecaster.baselines import baseline_forecasts
 from forecaster.conformal import interval_quantiles
 from forecaster.data.frequency import seasonal_period, step_of
-from forecaster.metrics import seasonal_naive_scale
 from service.metrics import ServiceMetrics
 from service.redaction import redact
 
@@ -188,34 +187,56 @@ def origins_of(first_steps: np.ndarray, frequency: str) -> np.ndarray:
     return (pd.DatetimeIndex(first_steps) - step).to_numpy().astype("datetime64[us]")  # calendar steps
 
 
-def step_rows(record: ForecastRecord, logged_at: datetime, dialect: str) -> list[tuple]:
-    """The record's rows (STEP_COLUMNS order): one per series and horizon step, with its baselines
-    (forecaster.baselines, the functions `forecast evaluate` scores with, so live and offline
-    figures agree). Built column by column with numpy: this runs for every answered forecast,
-    in a thread that shares the interpreter with the event loop."""
-    past, mean = record.past_target, record.mean  # (n, L), (n, H)
+def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str) -> list[tuple]:
+    """The rows (STEP_COLUMNS order) of a batch of records: one per series and horizon step.
+    Records of the same shape (frequency, horizon, look-back, interval level: in practice all of
+    them) are stacked and built together, column by column with numpy: this runs for every
+    answered forecast, in a thread that shares the interpreter with the event loop."""
+    groups: dict[tuple, list[ForecastRecord]] = {}
+    for record in records:
+        level = record.levels[0] if record.levels else None
+        key = (record.frequency, record.mean.shape[1], record.past_target.shape[1], level)
+        groups.setdefault(key, []).append(record)
+    logged = sql_times(np.array([logged_at], dtype="datetime64[us]"), dialect)[0]
+    return [row for group in groups.values() for row in group_rows(group, logged, dialect)]
+
+
+def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> list[tuple]:
+    """Rows of records of one shape, with the baselines of each window (forecaster.baselines, the
+    functions `forecast evaluate` scores with, so live and offline figures agree)."""
+    first = group[0]
+    past = np.concatenate([r.past_target for r in group])  # (n, L)
+    mean = np.concatenate([r.mean for r in group])  # (n, H)
     n, horizon = mean.shape
-    period = calendar_of(record.frequency)[0]
+    period = calendar_of(first.frequency)[0]
     baselines = baseline_forecasts(past, horizon, period)
     naive, seasonal = baselines["naive"], baselines.get("seasonal_naive")
-    scales = [seasonal_naive_scale(window, period) for window in past]
-    level = record.levels[0] if record.levels else None
-    bounds = [None, None]
+    level = first.levels[0] if first.levels else None
+    bounds: list = [None, None]
     if level is not None:
-        bounds = [record.quantiles.get(q) for q in interval_quantiles(level)]
-        if bounds[0] is None or bounds[1] is None:
-            level, bounds = None, [None, None]
-    targets = np.stack(record.future_times).astype("datetime64[us]")  # (n, H)
-    origins = origins_of(targets[:, 0], record.frequency)  # the windows' last timestamps
+        quantiles = interval_quantiles(level)
+        if all(q in r.quantiles for r in group for q in quantiles):
+            bounds = [np.concatenate([r.quantiles[q] for r in group]) for q in quantiles]
+        else:
+            level = None
+    targets = np.concatenate([np.stack(r.future_times) for r in group]).astype("datetime64[us]")  # (n, H)
+    origins = origins_of(targets[:, 0], first.frequency)  # the windows' last timestamps
     lower, upper = (itertools.repeat(None) if b is None else np.ravel(b).tolist() for b in bounds)
+
+    def per_step(values: list) -> list:  # one value per series -> one per series and step
+        return [value for value in values for _ in range(horizon)]
+
+    def per_series(attribute: str) -> list:
+        return per_step([getattr(r, attribute) for r in group for _ in r.series_ids])
+
     return list(
         zip(
-            itertools.repeat(record.request_id),
-            [series_id for series_id in record.series_ids for _ in range(horizon)],
-            itertools.repeat(record.role),
-            itertools.repeat(record.model_name),
-            itertools.repeat(record.model_version),
-            itertools.repeat(record.model_alias),
+            per_series("request_id"),
+            per_step([series_id for r in group for series_id in r.series_ids]),
+            per_series("role"),
+            per_series("model_name"),
+            per_series("model_version"),
+            per_series("model_alias"),
             sql_times(np.repeat(origins, horizon), dialect),
             np.tile(np.arange(1, horizon + 1), n).tolist(),
             sql_times(targets.ravel(), dialect),
@@ -225,10 +246,18 @@ def step_rows(record: ForecastRecord, logged_at: datetime, dialect: str) -> list
             itertools.repeat(level),
             np.ravel(naive).tolist(),
             itertools.repeat(None) if seasonal is None else np.ravel(seasonal).tolist(),
-            np.repeat(scales, horizon).tolist(),
-            itertools.repeat(sql_times(np.array([logged_at], dtype="datetime64[us]"), dialect)[0]),
+            np.repeat(window_scales(past, period), horizon).tolist(),
+            itertools.repeat(logged),
+            strict=False,  # the repeats are endless
         )
     )
+
+
+def window_scales(past: np.ndarray, period: int) -> np.ndarray:
+    """forecaster.metrics.seasonal_naive_scale of each window (its in-sample seasonal-naive MAE,
+    MASE's scale), for all windows at once: (n, L) -> (n,)."""
+    lag = min(period, past.shape[1] - 1)
+    return np.mean(np.abs(past[:, lag:] - past[:, :-lag]), axis=1)
 
 
 def sql_times(times: np.ndarray, dialect: str) -> list:
@@ -356,7 +385,7 @@ class ForecastLog:
         try:
             create_tables(self.engine)
             now, dialect = utc_now(), self.engine.dialect.name
-            rows = [row for record in records for row in step_rows(record, now, dialect)]
+            rows = batch_rows(records, now, dialect)
             with self.engine.begin() as connection:
                 insert_steps(connection, rows)
             self._prune_now_and_then()
