@@ -127,6 +127,13 @@ def run(args: argparse.Namespace, workdir: Path, tracking_uri: str, model_uri: s
         print(f"\nwrote {args.output}")
 
 
+def writer_cpu(metrics: str) -> float:
+    for line in metrics.splitlines():
+        if line.startswith("forecast_log_writer_cpu_seconds_total "):
+            return float(line.split()[1])
+    return 0.0
+
+
 def summarise(runs: list[dict], names: list[str]) -> dict[str, dict[str, dict]]:
     summary: dict[str, dict[str, dict]] = {}
     for scenario, _ in SCENARIOS:
@@ -164,10 +171,14 @@ def print_report(summary: dict, health: dict, args: argparse.Namespace) -> None:
                 f"{r['errors']:>7}  {per_round}"
             )
     print("\nthe logs after the run (/readyz forecast_log):")
+    off_cpu = summary["c32"]["off"]["cpu_us_per_request"]
     for name, h in health.items():
         if h is not None:
+            per = 1e6 * h["writer_cpu_s"] / h["written"] if h["written"] else 0.0
+            share = f", {per:.0f} us of writer CPU per logged forecast = {per / off_cpu:.1%} of off's CPU per request (c32)"
             print(
                 f"  {name:<9} {h['status']:<8} written {h['written']}, dropped {h['dropped']}, failed {h['failed']}"
+                + (share if h["written"] else "")
             )
     print(f"\ntarget (issue 14): the log costs under {TARGET:.0%} of c32 throughput")
     for name in ("sqlite", "postgres"):

@@ -372,7 +372,9 @@ class ForecastLog:
             work = [record for record in records if record is not None]
             try:
                 if work:
+                    started = time.thread_time()  # this thread's CPU: what the log costs the process
                     self._write(work)
+                    self.metrics.log_writer_cpu.inc(time.thread_time() - started)
             finally:
                 for _ in records:
                     self.queue.task_done()

@@ -82,6 +82,11 @@ class ServiceMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.log_writer_cpu = Counter(
+            "forecast_log_writer_cpu_seconds",
+            "CPU time the forecast log's writer thread spent building and inserting rows",
+            registry=self.registry,
+        )
         self.log_queue_depth = Gauge(
             "forecast_log_queue_depth",
             "Requests' forecasts waiting for the forecast log's writer",
