@@ -120,6 +120,10 @@ def run(args: argparse.Namespace, workdir: Path, tracking_uri: str, model_uri: s
             name: httpx.get(servers[name] + "/readyz", timeout=10).json().get("forecast_log")
             for name in names
         }
+        for name in names:
+            if health[name] is not None:
+                metrics = httpx.get(servers[name] + "/metrics", timeout=10).text
+                health[name]["writer_cpu_s"] = writer_cpu(metrics)
     report = summarise(runs, names)
     print_report(report, health, args)
     if args.output:
