@@ -13,12 +13,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import ValidationError
 
 from service.actuals import actual_rows
 from service.batching import Batcher
 from service.forecast_log import ForecastLog, resolved_count, upsert_actuals
 from service.model_store import ModelStore, not_ready_reason
 from service.monitor import Thresholds, monitor
+from service.parsing import RequestProblems, problems_from
 from service.redaction import redact
 from service.schemas import (
     ActualsRequest,
@@ -193,19 +195,34 @@ def log_unavailable(exc: Exception, consequence: str) -> HTTPException:
     dependencies=[Depends(require_api_key)],
     responses={k: ERRORS[k] for k in (401, 413, 422, 503)}
     | {404: {"model": Message, "description": "no forecast log is configured"}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActualsRequest"}}},
+        }
+    },
 )
-async def post_actuals(request: Request, body: ActualsRequest) -> ActualsStored:
+async def post_actuals(request: Request) -> ActualsStored:
     """Observed values, joined to every logged forecast step they resolve (by series_id and
     timestamp). Idempotent: a value sent twice is stored once; a new value for a stored time
     replaces it (a correction). A bad request stores nothing (422 naming the field)."""
     forecast_log = configured_log(request)
-    rows = actual_rows(body)
+    rows = actual_rows(parse_actuals(await request.body()))
     try:
         await asyncio.to_thread(upsert_actuals, forecast_log.engine, rows)
         resolved = await asyncio.to_thread(resolved_count, forecast_log.engine, rows)
     except Exception as exc:
         raise log_unavailable(exc, "nothing was stored") from None
     return ActualsStored(stored=len(rows), resolved_steps=resolved)
+
+
+def parse_actuals(body: bytes) -> ActualsRequest:
+    """The body through pydantic's JSON validator, as /v1/predict's: a body that is not JSON (or
+    not UTF-8) is a 422 naming it, where FastAPI's own parsing would answer a bare 400."""
+    try:
+        return ActualsRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise RequestProblems(problems_from(error)) from None
 
 
 @router.get(

@@ -209,10 +209,13 @@ class ActualsStored(BaseModel):
 
 
 def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, dict]:
-    """PredictRequest and the models it refers to, as OpenAPI components."""
-    schema = PredictRequest.model_json_schema(ref_template=ref_template)
-    components = schema.pop("$defs", {})
-    components["PredictRequest"] = schema
+    """PredictRequest, ActualsRequest and the models they refer to, as OpenAPI components (both
+    bodies are parsed by the service itself, not by FastAPI)."""
+    components: dict[str, dict] = {}
+    for model in (PredictRequest, ActualsRequest):
+        schema = model.model_json_schema(ref_template=ref_template)
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
     return components
 
 

@@ -206,6 +206,7 @@ def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_reques
             "/v1/actuals",
             json={"series": [{"series_id": "x", "timestamps": ["1990-01-17"], "values": [1.0, 2.0]}]},
         )
+        not_json = client.post("/v1/actuals", content=b"A\xffG", headers={"Content-Type": "application/json"})
         repeated = client.post(
             "/v1/actuals",
             json={
@@ -219,6 +220,7 @@ def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_reques
     assert refused.status_code == 422 and refused.json()["detail"][0]["field"] == "series[1].values[0]"
     assert mismatch.status_code == 422 and mismatch.json()["detail"][0]["field"] == "series[0].timestamps"
     assert repeated.status_code == 422 and repeated.json()["detail"][0]["field"] == "series[0].timestamps[1]"
+    assert not_json.status_code == 422 and not_json.json()["detail"][0]["type"] == "json_invalid"
     assert [(s, v) for s, _, v in stored_actuals(log_url)] == [("melbourne", 11.0), ("melbourne", 20.0)]
 
 
