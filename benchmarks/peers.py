@@ -153,6 +153,11 @@ def run_neuralforecast(protocol: Protocol, seed: int, epochs: int) -> dict:
     seconds = time.perf_counter() - started  # fit, then one forecast per test window
     result = result.sort_values(["cutoff", "ds"])
     forecast = result["LSTM"].to_numpy().reshape(-1, h)
+    truth = result["y"].to_numpy().reshape(-1, h)
+    if truth.shape != p.test_target.shape or not np.allclose(truth, p.test_target, atol=1e-6):
+        raise SystemExit(
+            f"neuralforecast scored other windows than ours: {truth.shape} vs {p.test_target.shape}"
+        )
     trajectory = forecaster.models[0].train_trajectories  # (global step, loss) per training step
     steps = trajectory[-1][0] + 1 if trajectory else epochs * windows_per_epoch
     return {"seconds": seconds, "epochs": steps / windows_per_epoch, **p.scores(forecast)}

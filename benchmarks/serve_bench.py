@@ -4,7 +4,10 @@ same body and returns a fixed answer of H values), all three up at once in one r
 by a C load generator (`wrk`, installed with apt-get when run as root and missing).
 
     .venv/bin/python benchmarks/serve_bench.py [--rounds 3] [--seconds 10] [--output bench.json]
-        [--model-uri URI --tracking-uri URI | --quick] [--heavy-rounds 2]
+        [--model-uri URI --tracking-uri URI | --quick] [--heavy-rounds 2] [--forecast-log]
+
+--forecast-log runs benchmarks/forecast_log_bench.py instead: the same API with the forecast log
+off, on SQLite, on PostgreSQL, and on a database that refuses or hangs, side by side.
 
 Without --model-uri it trains the issue's model into a temporary SQLite store first:
 `forecast train --data data/ETTh1.csv --time-column date --target OT --model lstm --lookback 96
@@ -449,6 +452,12 @@ def main() -> None:
     parser.add_argument("--heavy-rounds", type=int, default=2, help="heavy-neighbour rounds (0: skip)")
     parser.add_argument("--output", type=Path, help="write the raw runs and the summary as JSON")
     parser.add_argument(
+        "--forecast-log",
+        action="store_true",
+        help="instead: the forecast log's cost, off vs sqlite vs postgres vs a failing database "
+        "(benchmarks/forecast_log_bench.py)",
+    )
+    parser.add_argument(
         "--table",
         type=Path,
         metavar="RESULTS_JSON",
@@ -463,6 +472,11 @@ def main() -> None:
     ensure_wrk()
     workdir = Path(tempfile.mkdtemp(prefix="serve-bench-"))
     tracking_uri, model_uri = model_to_serve(args, workdir, lambda into: train_issue_model(into, args.quick))
+    if args.forecast_log:
+        import forecast_log_bench
+
+        forecast_log_bench.run(args, workdir, tracking_uri, model_uri, ONE_THREAD)
+        return
 
     import mlflow
 

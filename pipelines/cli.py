@@ -233,7 +233,7 @@ def train(
     from pipelines.train import run_training
 
     outcome = run_training(run_config, resolve_tracking_uri(tracking_uri), quiet=quiet)
-    report_training(outcome, run_config, as_json)
+    report_training(outcome, run_config.tracking.alias, as_json)
 
 
 # train's options that make up a config: --resume takes the run's own, so none of these with it
@@ -255,10 +255,11 @@ def train_resumed(run_id: str, tracking_uri: str | None, quiet: bool, as_json: b
     run_config = run_config_of(run_id, uri)
     if as_json:
         run_config.train.progress_bar = False
-    report_training(run_training(run_config, uri, quiet=quiet, resume=run_id), run_config, as_json)
+    outcome = run_training(run_config, uri, quiet=quiet, resume=run_id)
+    report_training(outcome, run_config.tracking.alias, as_json)
 
 
-def report_training(outcome: Any, run_config: Any, as_json: bool) -> None:
+def report_training(outcome: Any, alias: str, as_json: bool) -> None:
     """What `forecast train` prints once the run is logged (nothing in a DDP worker)."""
     from pipelines.console import console, metrics_table
 
@@ -282,7 +283,7 @@ def report_training(outcome: Any, run_config: Any, as_json: bool) -> None:
         verdict = "now holds" if promotion.promoted else "did not take"
         console.print(
             f"registered {outcome.registered_name} v{outcome.registered_version}; "
-            f"{verdict} @{run_config.tracking.alias}: {promotion.reason}"
+            f"{verdict} @{alias}: {promotion.reason}"
         )
     if as_json:
         print(json.dumps(outcome.as_json()))
@@ -572,6 +573,10 @@ def serve(
     port: Annotated[int, typer.Option()] = 8000,
     workers: Annotated[int, typer.Option(min=1, help="processes, each loading the model")] = 1,
     device: Annotated[str | None, typer.Option(help="auto, cpu, cuda, cuda:1")] = None,
+    forecast_log: Annotated[
+        str | None,
+        typer.Option(help="log forecasts to this SQLAlchemy URL (sqlite:///forecasts.db); $FORECAST_LOG_URL"),
+    ] = None,
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Serve a registered model over HTTP (FastAPI + uvicorn); see /docs."""
@@ -584,6 +589,8 @@ def serve(
         os.environ["MODEL_URI"] = model_uri
     if device:
         os.environ["DEVICE"] = device
+    if forecast_log:
+        os.environ["FORECAST_LOG_URL"] = forecast_log
     with shared_metrics_dir(workers):
         # requests still waiting 5 s after Ctrl-C / SIGTERM are answered 503, not cut off
         uvicorn.run(
@@ -594,6 +601,107 @@ def serve(
             log_level="info",
             timeout_graceful_shutdown=5,
         )
+
+
+ForecastLogUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--forecast-log", help="the service's forecast log, a SQLAlchemy URL (default: $FORECAST_LOG_URL)"
+    ),
+]
+
+
+def forecast_log_url(given: str | None) -> str:
+    from forecaster.errors import ConfigError
+    from service.settings import ServiceSettings
+
+    url = given or ServiceSettings().forecast_log_url
+    if not url:
+        raise ConfigError("no forecast log: give --forecast-log URL or set FORECAST_LOG_URL")
+    return url
+
+
+@app.command()
+@user_errors
+def monitor(
+    forecast_log: ForecastLogUrl = None,
+    window: Annotated[
+        int | None, typer.Option(min=1, help="resolved steps per model version (default: $MONITOR_WINDOW)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print GET /v1/monitor's document instead")] = False,
+) -> None:
+    """Live forecast quality from the forecast log: MAE, RMSE, MASE, skill against naive and
+    seasonal naive, interval coverage, per model version and horizon step, and the status."""
+    from pipelines.monitor import print_monitor, read_monitor
+    from service.redaction import redact
+    from service.settings import ServiceSettings
+
+    url = forecast_log_url(forecast_log)
+    document = read_monitor(url, ServiceSettings(), window)
+    if as_json:
+        print(json.dumps(document))
+        return
+    print_monitor(document, redact(url) or "")
+
+
+@app.command()
+@user_errors
+def retrain(
+    model_uri: Annotated[
+        str | None, typer.Option(help="the served alias, models:/NAME@ALIAS (default: $MODEL_URI)")
+    ] = None,
+    if_degraded: Annotated[
+        bool, typer.Option("--if-degraded", help="only when the monitor says degraded")
+    ] = False,
+    forecast_log: ForecastLogUrl = None,
+    series_id: Annotated[
+        str | None, typer.Option(help="which logged series (when it forecast several)")
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="train,val,test fractions for the extended data")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE, as for train")] = None,
+    data_dir: Annotated[
+        str, typer.Option(help="where the extended series is written and kept")
+    ] = "retrain-data",
+    as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line")] = False,
+    quiet: Quiet = False,
+    tracking_uri: TrackingUri = None,
+) -> None:
+    """Retrain the served model's config on its data extended to the latest actuals in the forecast
+    log, and register the new version through the promotion gate."""
+    from pipelines.console import console
+    from pipelines.retrain import retrain as run_retrain
+    from pipelines.tracking import connect, resolve_tracking_uri
+    from service.settings import ServiceSettings
+
+    settings = ServiceSettings()
+    uri = connect(resolve_tracking_uri(tracking_uri))
+    result = run_retrain(
+        model_uri or settings.model_uri,
+        forecast_log_url(forecast_log),
+        uri,
+        settings,
+        if_degraded=if_degraded,
+        series_id=series_id,
+        split=split_settings(split) if split else None,
+        data_dir=data_dir,
+        overrides=overrides,
+        quiet=quiet,
+    )
+    reasons = "; ".join(result.reasons)
+    status = f"{result.model_uri} (version {result.version}): {result.status}" + (
+        f" ({reasons})" if reasons else ""
+    )
+    if not result.retrained:
+        console.print(f"{status}; not retrained")
+    else:
+        console.print(status)
+        console.print(
+            f"retrained on {result.rows} rows ({result.actuals} actuals from the log), "
+            f"written to {result.data_path}"
+        )
+        report_training(result.outcome, result.model_uri.rsplit("@", 1)[1], as_json=False)
+    if as_json:
+        print(json.dumps(result.as_json()))
 
 
 @contextlib.contextmanager

@@ -58,6 +58,7 @@ class Job:
     attention: bool
     future: asyncio.Future = field(repr=False)
     covariates: np.ndarray | None = None  # (n, H, Kf) future covariates, for models with them
+    series_ids: list[str | None] | None = None  # (n,) for panel models: a stored series each
 
     @property
     def windows(self) -> int:
@@ -161,6 +162,7 @@ class Batcher:
         attention: bool,
         arrival: Arrival | None = None,
         covariates: np.ndarray | None = None,
+        series_ids: list[str | None] | None = None,
     ) -> asyncio.Future[Answer]:
         """Queue the windows; the returned future resolves to their forecasts. Cancel it when the
         caller goes away: the job is then dropped before the forward pass."""
@@ -171,7 +173,13 @@ class Batcher:
         if self.queued_windows + len(values) > self.max_queued_windows:
             raise QueueFullError(f"{self.queued_windows} windows are already waiting")
         job = Job(
-            model, values, timestamps, attention, asyncio.get_running_loop().create_future(), covariates
+            model,
+            values,
+            timestamps,
+            attention,
+            asyncio.get_running_loop().create_future(),
+            covariates,
+            series_ids,
         )
         self.queue.put_nowait(job)
         self._wake.set()
@@ -293,8 +301,15 @@ def forward(model: LoadedModel, jobs: list[Job]) -> list[Prediction]:
     covariates = None
     if model.predictor.future_covariates:
         covariates = np.concatenate([job.covariates for job in jobs])  # (sum n, H, Kf)
+    series_ids = None
+    if model.predictor.is_panel:  # a window without an id is scaled by itself, as without any
+        series_ids = [key for job in jobs for key in (job.series_ids or [None] * job.windows)]
     prediction = model.predict(
-        values, timestamps, attention=any(job.attention for job in jobs), future=covariates
+        values,
+        timestamps,
+        attention=any(job.attention for job in jobs),
+        future=covariates,
+        series_ids=series_ids,
     )
     bounds = np.cumsum([0, *(job.windows for job in jobs)])
     return [

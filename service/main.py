@@ -6,6 +6,7 @@ while the model loads in the background (/healthz answers, /readyz says 503 and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -21,15 +22,18 @@ from starlette.types import Receive, Scope, Send
 
 from service.batching import Batcher
 from service.docs import mount_offline_docs
+from service.forecast_log import ForecastLog
 from service.metrics import ServiceMetrics
 from service.middleware import BodySizeLimit, RequestMetrics
 from service.model_store import ModelStore, bound_registry_calls
+from service.monitor import MonitorCollector
 from service.parsing import BodyParser, ProblemItem, RequestProblems
 from service.predict_endpoint import PREDICT_PATH, PredictEndpoint
 from service.reloader import Reloader
 from service.routes import documented, router
 from service.schemas import model_schema, request_schemas
 from service.settings import ServiceSettings
+from service.shadow import Shadow
 from service.validation import problem_detail
 
 log = logging.getLogger("service")
@@ -85,13 +89,25 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         parser = BodyParser(settings.parse_offload_bytes, settings.parse_timeout_s)
         app.state.store, app.state.batcher, app.state.reloader = store, batcher, reloader
         app.state.parser = parser
+        forecast_log = start_forecast_log(settings, metrics)
+        app.state.forecast_log = forecast_log
+        shadow, shadow_loader = start_shadow(settings, metrics, forecast_log)
+        app.state.shadow = shadow
         parser.start()
         batcher.start()
         reloader.start()  # loads in the background, retrying with backoff
+        gauges = None if forecast_log is None else asyncio.create_task(refresh_monitor(app), name="monitor")
         yield
+        if gauges is not None:
+            gauges.cancel()
         await reloader.stop()
         await batcher.stop()
         await parser.stop()
+        if shadow is not None:
+            await shadow_loader.stop()
+            await asyncio.to_thread(shadow.stop)
+        if forecast_log is not None:
+            await asyncio.to_thread(forecast_log.stop)
         metrics.process_exited()
 
     app = ServiceApp(
@@ -104,6 +120,10 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
     )
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.forecast_log = None
+    app.state.shadow = None
+    app.state.monitor_collector = MonitorCollector()
+    metrics.add_collector(app.state.monitor_collector)
     app.predict_endpoint = PredictEndpoint(app.state, settings, metrics)
     app.include_router(router)
     mount_offline_docs(app)
@@ -116,7 +136,62 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
     return app
 
 
-PROTECTED = ("/v1/predict", "/v1/model", "/v1/admin/status", "/v1/admin/reload")
+PROTECTED = ("/v1/predict", "/v1/model", "/v1/actuals", "/v1/monitor", "/v1/admin/status", "/v1/admin/reload")
+
+
+def start_forecast_log(settings: ServiceSettings, metrics: ServiceMetrics) -> ForecastLog | None:
+    """The forecast log's writer, when FORECAST_LOG_URL is set. Creating the engine touches no
+    database: an unreachable one shows in /readyz and the metrics, and predictions go on."""
+    if not settings.forecast_log_url:
+        return None
+    forecast_log = ForecastLog(
+        settings.forecast_log_url,
+        metrics,
+        settings.forecast_log_queue,
+        settings.forecast_log_batch,
+        settings.forecast_log_retention_days,
+        settings.forecast_log_max_steps,
+        settings.forecast_log_wait_ms / 1000,
+    )
+    forecast_log.start()
+    log.info("logging forecasts to %s", forecast_log.shown_url)
+    return forecast_log
+
+
+def start_shadow(
+    settings: ServiceSettings, metrics: ServiceMetrics, forecast_log: ForecastLog | None
+) -> tuple[Shadow | None, Reloader | None]:
+    """The challenger in shadow (CHALLENGER_MODEL_URI), loaded in the background like the champion
+    and re-resolved as often; its reloads are counted apart (they are not the served model's)."""
+    if not settings.challenger_model_uri:
+        return None, None
+    if forecast_log is None:
+        log.warning("CHALLENGER_MODEL_URI is set but no FORECAST_LOG_URL: the challenger is not loaded")
+        return None, None
+    store = ModelStore(
+        settings.mlflow_tracking_uri, settings.challenger_model_uri, settings.device, settings.dtype
+    )
+    loader = Reloader(
+        store,
+        ServiceMetrics(),
+        settings.reload_interval_s,
+        settings.reload_timeout_s,
+        settings.load_retry_max_s,
+    )
+    shadow = Shadow(store, forecast_log, metrics, settings.shadow_queue)
+    shadow.start()
+    loader.start()
+    return shadow, loader
+
+
+async def refresh_monitor(app: FastAPI) -> None:
+    """Recompute the monitor's Prometheus gauges every MONITOR_REFRESH_S, off the scrape."""
+    from service.routes import compute_monitor
+
+    while True:
+        await asyncio.sleep(app.state.settings.monitor_refresh_s)
+        with contextlib.suppress(Exception):  # a failing log is reported by /readyz and its counters
+            await compute_monitor(app.state, app.state.forecast_log, app.state.store)
 
 
 def model_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:

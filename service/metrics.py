@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+from prometheus_client.registry import Collector
 
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -74,6 +75,43 @@ class ServiceMetrics:
         self.reloads = Counter(
             "forecast_model_reloads_total", "Model (re)loads by outcome", ["outcome"], registry=self.registry
         )
+        self.log_records = Counter(
+            "forecast_log_records_total",
+            "Forecasts (one per series) handed to the forecast log, by outcome: written, dropped "
+            "(queue full) or failed (the database refused or was unreachable)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.log_writer_cpu = Counter(
+            "forecast_log_writer_cpu_seconds",
+            "CPU time the forecast log's writer thread spent building and inserting rows",
+            registry=self.registry,
+        )
+        self.log_queue_depth = Gauge(
+            "forecast_log_queue_depth",
+            "Requests' forecasts waiting for the forecast log's writer",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        self.log_up = Gauge(
+            "forecast_log_up",
+            "1 while the forecast log's last write succeeded, 0 while it fails",
+            registry=self.registry,
+            multiprocess_mode="livemin",
+        )
+        self.shadow_requests = Counter(
+            "forecast_shadow_requests_total",
+            "Requests given to the shadow challenger, by outcome (scored, dropped, skipped) and reason",
+            ["outcome", "reason"],
+            registry=self.registry,
+        )
+        self.collectors: list[Collector] = []  # computed at scrape time (the monitor's figures)
+
+    def add_collector(self, collector: Collector) -> None:
+        """A collector whose samples are computed elsewhere (the monitor's cached figures): in this
+        process's registry, and in the one /metrics builds in multiprocess mode."""
+        self.registry.register(collector)
+        self.collectors.append(collector)
 
     def exposition(self) -> bytes:
         """The text /metrics answers: this process's registry, or every worker's values added up."""
@@ -81,6 +119,8 @@ class ServiceMetrics:
             return generate_latest(self.registry)
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
+        for collector in self.collectors:
+            registry.register(collector)
         return generate_latest(registry)
 
     @staticmethod

@@ -27,6 +27,7 @@ class ParsedSeries:
     values: np.ndarray  # (T, F) float64, as given
     timestamps: list[datetime] | None
     future: dict[str, np.ndarray] | None = None  # future covariate name -> values, as given
+    series_id: str | None = None
 
 
 @dataclass
@@ -114,10 +115,11 @@ def parse_predict(body: bytes) -> ParsedRequest:
     series = []
     for item in request.series:
         values = np.asarray(item.values, dtype=np.float64)
+        values = values[:, None] if values.ndim == 1 else values
         future = None
         if item.future is not None:
             future = {name: np.asarray(v, dtype=np.float64) for name, v in item.future.items()}
-        series.append(ParsedSeries(values[:, None] if values.ndim == 1 else values, item.timestamps, future))
+        series.append(ParsedSeries(values, item.timestamps, future, item.series_id))
     return ParsedRequest(series, request.return_attention)
 
 

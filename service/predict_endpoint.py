@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from typing import Any
 
 import orjson
@@ -39,14 +40,24 @@ from service.batching import (
     QueueFullError,
     ShuttingDownError,
 )
+from service.forecast_log import ForecastLog, ForecastRecord
 from service.metrics import ServiceMetrics
-from service.model_store import ModelStore, not_ready_reason
-from service.parsing import BodyParser, ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
+from service.model_store import ALIAS_URI, ModelStore, not_ready_reason
+from service.monitor import CHAMPION
+from service.parsing import (
+    BodyParser,
+    ParsedRequest,
+    ParserBusyError,
+    ParseTimeoutError,
+    ProblemItem,
+    RequestProblems,
+)
 from service.redaction import redact
 from service.responses import forecast_body
 from service.security import UNAUTHORIZED, key_matches
 from service.settings import ServiceSettings
-from service.validation import problem_detail, windows_for
+from service.shadow import Shadow, ShadowJob
+from service.validation import Windows, problem_detail, windows_for
 
 log = logging.getLogger("service.predict")
 
@@ -99,7 +110,7 @@ class PredictEndpoint:
     async def answer(self, scope: Scope, receive: Receive, send: Send) -> int:
         """Handle one request; returns the status sent (or CLIENT_GONE)."""
         try:
-            body = await self.forecast(scope, receive)
+            body, extra = await self.forecast(scope, receive)
         except Refusal as refusal:
             return await send_json(send, refusal.status, {"detail": refusal.detail}, refusal.headers)
         except RequestProblems as exc:
@@ -109,10 +120,10 @@ class PredictEndpoint:
         except Exception:
             log.exception("predict failed")
             return await send_bytes(send, 500, b"Internal Server Error", TEXT)
-        return await send_bytes(send, 200, body, JSON)
+        return await send_bytes(send, 200, body, JSON, *extra)
 
-    async def forecast(self, scope: Scope, receive: Receive) -> bytes:
-        """The 200 body, or Refusal / RequestProblems / ClientGone."""
+    async def forecast(self, scope: Scope, receive: Receive) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+        """The 200 body and its extra headers, or Refusal / RequestProblems / ClientGone."""
         headers = dict(scope["headers"])  # lower-case names; a repeated one keeps its last value
         self.check_declared_length(headers.get(b"content-length"))
         self.check_key(headers)
@@ -134,7 +145,44 @@ class PredictEndpoint:
         finally:
             arrival.leave()
         answer = await self.await_answer(future, receive)
-        return forecast_body(answer, windows.future)
+        body = forecast_body(answer, windows.future)
+        forecast_log: ForecastLog | None = self.state.forecast_log
+        if forecast_log is None:
+            return body, ()
+        request_id = self.log_forecasts(forecast_log, parsed, windows, answer)
+        return body, () if request_id is None else ((b"x-request-id", request_id.encode()),)
+
+    def log_forecasts(
+        self, forecast_log: ForecastLog, parsed: ParsedRequest, windows: Windows, answer: Answer
+    ) -> str | None:
+        """Hand the answered forecasts of series with a ``series_id`` and timestamps to the forecast
+        log (a queue: nothing is written here); returns the request id they are logged under.
+        Never raises: the answer is already made and the log must not cost it."""
+        try:
+            keep = [
+                i
+                for i, series in enumerate(parsed.series)
+                if series.series_id is not None and windows.future[i] is not None
+            ]
+            if not keep:
+                return None
+            request_id = uuid.uuid4().hex
+            forecast_log.submit(forecast_record(request_id, CHAMPION, answer, parsed, windows, keep))
+            shadow: Shadow | None = self.state.shadow
+            if shadow is not None:
+                shadow.submit(
+                    ShadowJob(
+                        request_id,
+                        [parsed.series[i].series_id or "" for i in keep],
+                        [parsed.series[i].values for i in keep],
+                        [windows.future[i] for i in keep],
+                        answer.model.predictor.frequency,
+                    )
+                )
+            return request_id
+        except Exception:
+            log.exception("could not hand a forecast to the forecast log")
+            return None
 
     # -- the steps ----------------------------------------------------------------------------
     def check_declared_length(self, declared: bytes | None) -> None:
@@ -191,7 +239,13 @@ class PredictEndpoint:
     def enqueue(batcher: Batcher, model: Any, windows: Any, attention: bool, arrival: Any) -> asyncio.Future:
         try:
             return batcher.enqueue(
-                model, windows.values, windows.timestamps, attention, arrival, windows.covariates
+                model,
+                windows.values,
+                windows.timestamps,
+                attention,
+                arrival,
+                windows.covariates,
+                windows.series_ids,
             )
         except QueueFullError as exc:
             raise unavailable(f"busy: {exc}") from None
@@ -246,3 +300,26 @@ async def send_bytes(send: Send, status: int, body: bytes, *headers: tuple[bytes
     )
     await send({"type": "http.response.body", "body": body})
     return status
+
+
+def forecast_record(
+    request_id: str, role: str, answer: Answer, parsed: ParsedRequest, windows: Windows, keep: list[int]
+) -> ForecastRecord:
+    """The arrays of the kept series (views when all are kept), for the log's writer thread."""
+    ref, predictor, prediction = answer.model.ref, answer.model.predictor, answer.prediction
+    rows = slice(None) if len(keep) == len(parsed.series) else keep
+    alias = ALIAS_URI.match(ref.uri)
+    return ForecastRecord(
+        request_id=request_id,
+        role=role,
+        model_name=ref.name or ref.shown_uri[:200],
+        model_version=ref.version or "",
+        model_alias=alias["alias"] if alias else "",
+        frequency=predictor.frequency,
+        series_ids=[parsed.series[i].series_id or "" for i in keep],
+        past_target=windows.values[rows, :, 0],
+        future_times=[windows.future[i] for i in keep],
+        mean=prediction.mean[rows],
+        quantiles={q: bound[rows] for q, bound in prediction.quantiles.items()},
+        levels=predictor.interval_levels,
+    )

@@ -39,7 +39,15 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+SeriesId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")]
+
+
 class SeriesIn(Strict):
+    series_id: SeriesId | None = Field(
+        None,
+        description="names the series, so a forecast log can join the actuals posted later to "
+        "/v1/actuals (logged only with timestamps)",
+    )
     values: Values = Field(
         ...,
         description="one window, oldest first: L numbers (univariate) or L rows of F numbers",
@@ -169,18 +177,64 @@ class ModelDescription(BaseModel):
     dtype: str
 
 
+class ForecastLogHealth(BaseModel):
+    status: Literal["ok", "failing"]
+    error: str | None = Field(None, description="the last write error, credentials redacted")
+    queued: int = Field(description="requests' forecasts waiting to be written")
+    written: int
+    dropped: int = Field(description="forecasts dropped because the queue was full")
+    failed: int = Field(description="forecasts whose write failed")
+
+
 class Readiness(BaseModel):
     status: Literal["ready", "not ready"]
     reason: str | None = Field(None, description="in words, when not ready or serving a stale model")
     version: str | None = None
     stale: bool = Field(False, description="serving, but the registry could not be asked lately")
+    forecast_log: ForecastLogHealth | None = Field(
+        None, description="when a forecast log is configured; a failing log never stops predictions"
+    )
+
+
+class ActualSeries(Strict):
+    series_id: SeriesId
+    timestamps: list[datetime] = Field(..., min_length=1, description="one per value; zone-aware: UTC")
+    values: list[Number] = Field(..., min_length=1, description="the observed target")
+
+
+class ActualsRequest(Strict):
+    series: list[ActualSeries] = Field(..., min_length=1)
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "series": [
+                        {"series_id": "store-1", "timestamps": ["2024-01-29T00:00:00"], "values": [11.2]}
+                    ]
+                }
+            ]
+        },
+    )
+
+
+class ActualsStored(BaseModel):
+    stored: int = Field(description="values stored (new or corrected)")
+    resolved_steps: int = Field(
+        description="forecast steps already written to the log that these values resolve (forecasts "
+        "still queued for the writer are joined all the same when the monitor reads)"
+    )
 
 
 def request_schemas(ref_template: str = "#/components/schemas/{model}") -> dict[str, dict]:
-    """PredictRequest and the models it refers to, as OpenAPI components."""
-    schema = PredictRequest.model_json_schema(ref_template=ref_template)
-    components = schema.pop("$defs", {})
-    components["PredictRequest"] = schema
+    """PredictRequest, ActualsRequest and the models they refer to, as OpenAPI components (both
+    bodies are parsed by the service itself, not by FastAPI)."""
+    components: dict[str, dict] = {}
+    for model in (PredictRequest, ActualsRequest):
+        schema = model.model_json_schema(ref_template=ref_template)
+        components.update(schema.pop("$defs", {}))
+        components[model.__name__] = schema
     return components
 
 

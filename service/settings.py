@@ -38,6 +38,47 @@ class ServiceSettings(BaseSettings):
     api_key: str | None = Field(None, description="when set, predict, model and admin routes need it")
     request_timeout_s: float = Field(30.0, gt=0)
 
+    # -- live monitoring (service/forecast_log.py, service/monitor.py) -------------------------
+    forecast_log_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the forecast log (sqlite:///forecasts.db, postgresql+psycopg://...); "
+        "unset: forecasts are not logged and /v1/actuals, /v1/monitor answer 404",
+    )
+    forecast_log_queue: int = Field(
+        10_000, ge=1, description="forecasts waiting to be written; beyond it they are dropped (counted)"
+    )
+    forecast_log_batch: int = Field(500, ge=1, description="requests' forecasts per insert transaction")
+    forecast_log_wait_ms: float = Field(
+        100.0, ge=0, description="how long the writer gathers a batch before inserting it"
+    )
+    forecast_log_retention_days: float = Field(
+        90.0, gt=0, description="forecast steps and actuals logged longer ago than this are deleted"
+    )
+    forecast_log_max_steps: int = Field(
+        5_000_000, ge=1, description="at most this many forecast steps are kept (oldest deleted first)"
+    )
+    challenger_model_uri: str | None = Field(
+        None,
+        description="a second model scored in shadow on the same requests (answers not returned), "
+        "logged as role challenger; needs the forecast log",
+    )
+    shadow_queue: int = Field(1000, ge=1, description="requests waiting for the challenger; beyond: dropped")
+    monitor_window: int = Field(
+        1000, ge=1, description="the rolling window: the last N resolved forecast steps per model version"
+    )
+    monitor_min_steps: int = Field(
+        50, ge=1, description="fewer resolved steps than this in the window: 'insufficient data'"
+    )
+    monitor_min_skill: float = Field(
+        0.0, description="degraded when the skill against naive over the window falls below this"
+    )
+    monitor_coverage_tolerance: float = Field(
+        0.15, ge=0, le=1, description="degraded when interval coverage is off its nominal level by more"
+    )
+    monitor_refresh_s: float = Field(
+        30.0, gt=0, description="how often the Prometheus monitor gauges are recomputed from the log"
+    )
+
     @model_validator(mode="after")
     def _one_request_fits_the_queue(self) -> ServiceSettings:
         if self.max_series_per_request > self.max_queued_windows:

@@ -54,6 +54,7 @@ class Windows:
     timestamps: np.ndarray | None  # (n, L) datetime64[ns], when every series has them
     future: list[np.ndarray | None]  # per series: (H,) the forecast's timestamps, when it sent some
     covariates: np.ndarray | None = None  # (n, H, Kf) future covariates, for models that have them
+    series_ids: list[str | None] | None = None  # per series, for panel models (a stored series)
 
 
 def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -> Windows:
@@ -74,7 +75,8 @@ def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -
     if all(s is not None for s in stamps):
         timestamps = np.stack([s[-predictor.lookback :] for s in stamps])
     ahead = np.stack(covariates) if predictor.future_covariates else None  # (n, H, Kf)
-    return Windows(np.stack(windows), timestamps, future, ahead)
+    ids = [series.series_id for series in request.series] if predictor.is_panel else None
+    return Windows(np.stack(windows), timestamps, future, ahead, ids)
 
 
 def _future_covariates(

@@ -51,6 +51,13 @@ def store(tmp_path_factory) -> str:
     models = {
         "svc-future": [f"data.path={driver}", "data.future_covariates=[promo]", *common],
         "svc-panel": [f"data.path={long}", "data.id_column=id", "model.level_norm=standard", *common],
+        "svc-embedded": [
+            f"data.path={long}",
+            "data.id_column=id",
+            "model.level_norm=standard",
+            "model.series_embedding=4",
+            *common,
+        ],
     }
     cwd = os.getcwd()
     os.chdir(root)
@@ -137,3 +144,23 @@ def test_a_panel_model_scales_each_request_window_by_itself(store):
     assert response.status_code == 200, response.text
     small, large = (np.array(f["values"]) for f in response.json()["forecasts"])
     np.testing.assert_allclose(large, 800 * small + 3, rtol=1e-4)  # no other series' statistics
+
+
+def test_series_id_selects_a_panel_models_learned_series_vector(store):
+    """`series_id` reaches a model with a series embedding: a seen id forecasts with its own
+    vector, an unseen id and no id with the "unknown" one (so alike)."""
+    window = values(4, level=5.0)
+    body = {
+        "series": [
+            {"values": window, "series_id": "small"},
+            {"values": window, "series_id": "large"},
+            {"values": window, "series_id": "never-seen"},
+            {"values": window},
+        ]
+    }
+    with serving(store, "models:/svc-embedded@champion") as client:
+        response = client.post("/v1/predict", json=body)
+    assert response.status_code == 200, response.text
+    small, large, unseen, anonymous = (np.array(f["values"]) for f in response.json()["forecasts"])
+    assert not np.allclose(small, large) and not np.allclose(small, unseen)
+    np.testing.assert_allclose(unseen, anonymous, rtol=1e-6)

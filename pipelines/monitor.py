@@ -1,0 +1,69 @@
+"""`forecast monitor`: the service's live figures (GET /v1/monitor), read straight from the forecast
+log, as tables: one row per model version, then one per horizon step of the headline version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.console import console, table
+from service.forecast_log import connect
+from service.monitor import Thresholds, monitor
+from service.settings import ServiceSettings
+
+COLUMNS = ("count", "mae", "rmse", "mase", "skill_naive", "skill_seasonal_naive", "coverage")
+HEADERS = ("count", "MAE", "RMSE", "MASE", "skill vs naive", "skill vs seasonal naive", "coverage")
+
+
+def thresholds(settings: ServiceSettings, window: int | None) -> Thresholds:
+    base = Thresholds.from_settings(settings)
+    if window is None:
+        return base
+    return Thresholds(window, base.min_steps, base.min_skill, base.coverage_tolerance)
+
+
+def read_monitor(
+    log_url: str, settings: ServiceSettings, window: int | None = None, serving: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    engine = connect(log_url)
+    try:
+        return monitor(engine, thresholds(settings, window), serving)
+    finally:
+        engine.dispose()
+
+
+def print_monitor(document: dict[str, Any], shown_url: str) -> None:
+    window = document["window"]
+    models = document["models"]
+    rows = [
+        [
+            f"{m['name']} v{m['version']}" + (f" @{m['alias']}" if m["alias"] else ""),
+            m["role"],
+            m["status"],
+            *(m.get(c) for c in COLUMNS),
+        ]
+        for m in models
+    ]
+    rows.append(["overall (answered)", "champion", "", *(document["overall"].get(c) for c in COLUMNS)])
+    table(
+        f"forecast log {shown_url}: the last {window} resolved steps per model version",
+        ["model", "role", "status", *HEADERS],
+        rows,
+    )
+    serving = document["serving"]
+    headline = next(
+        (
+            m
+            for m in models
+            if serving and m["role"] == "champion" and (m["name"], m["version"]) == tuple(serving.values())
+        ),
+        None,
+    )
+    if headline is not None and headline["by_step"]:
+        table(
+            f"{headline['name']} v{headline['version']} by horizon step",
+            ["step", *HEADERS],
+            [[s["step"], *(s.get(c) for c in COLUMNS)] for s in headline["by_step"]],
+        )
+    who = f"{serving['name']} v{serving['version']}" if serving else "the served model"
+    reasons = "; ".join(document["reasons"])
+    console.print(f"status of {who}: {document['status']}" + (f" ({reasons})" if reasons else ""))

@@ -1,0 +1,169 @@
+"""`forecast retrain`: train the serving model's config again on its data extended to the latest
+actuals in the forecast log, and register the result through the promotion gate.
+
+The extended series: the model's own data, with every actual the log holds for the series
+replacing or extending it (actuals win: they are what happened, corrections included), cut at the
+latest actual. It is written to a CSV under ``--data-dir`` and kept there: the new version's
+config points at it, and the promotion gate reloads a model's data to know what it was fitted on.
+
+With ``--if-degraded`` nothing is trained unless the monitor's status of the version the alias
+points at is ``degraded`` (thresholds from the service settings: MONITOR_*)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Engine, select
+
+from forecaster.data.source import load_from_config
+from forecaster.errors import ConfigError
+from pipelines.config import RunConfig, apply_override
+from pipelines.evaluate import resolve_model_uri
+from pipelines.monitor import read_monitor
+from pipelines.registry import load_predictor
+from pipelines.train import TrainingOutcome, run_training
+from service.forecast_log import actuals, connect, forecast_steps
+from service.model_store import ALIAS_URI
+from service.redaction import redact
+from service.settings import ServiceSettings
+
+
+@dataclass
+class Retraining:
+    model_uri: str
+    version: str  # the version the alias pointed at
+    status: str
+    reasons: list[str]
+    retrained: bool
+    data_path: str | None = None
+    rows: int | None = None
+    actuals: int | None = None
+    outcome: TrainingOutcome | None = field(default=None, repr=False)
+
+    def as_json(self) -> dict[str, Any]:
+        document = {k: v for k, v in self.__dict__.items() if k != "outcome"}
+        if self.outcome is not None:
+            document["training"] = self.outcome.as_json()
+        return document
+
+
+def logged_series(engine: Engine, model_name: str) -> str:
+    """The one series the model's logged forecasts name (else say which to choose from)."""
+    with engine.connect() as connection:
+        names = connection.execute(
+            select(forecast_steps.c.series_id).where(forecast_steps.c.model_name == model_name).distinct()
+        ).scalars()
+        names = sorted(names)
+    if not names:
+        raise ConfigError(f"the forecast log holds no forecasts of {model_name!r}")
+    if len(names) > 1:
+        shown = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+        raise ConfigError(f"{model_name!r} forecast {len(names)} series ({shown}): give --series-id")
+    return names[0]
+
+
+def observed(engine: Engine, series_id: str) -> pd.Series:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(actuals.c.time, actuals.c.value)
+            .where(actuals.c.series_id == series_id)
+            .order_by(actuals.c.time)
+        ).all()
+    if not rows:
+        raise ConfigError(f"the forecast log holds no actuals of series {series_id!r}")
+    return pd.Series([r.value for r in rows], index=pd.DatetimeIndex([r.time for r in rows]), dtype=float)
+
+
+def extended_series(original: pd.Series, latest: pd.Series) -> pd.Series:
+    """``original`` with ``latest`` replacing or extending it, up to the last actual."""
+    extended = latest.combine_first(original).sort_index()
+    return extended[extended.index <= latest.index.max()]
+
+
+def retrain(
+    model_uri: str,
+    log_url: str,
+    tracking_uri: str,
+    settings: ServiceSettings,
+    if_degraded: bool = False,
+    series_id: str | None = None,
+    split: dict[str, Any] | None = None,
+    data_dir: str | Path = "retrain-data",
+    overrides: list[str] | None = None,
+    quiet: bool = False,
+) -> Retraining:
+    alias = ALIAS_URI.match(model_uri)
+    if alias is None:
+        raise ConfigError(f"{model_uri}: retrain takes the served alias, models:/NAME@ALIAS")
+    resolved = resolve_model_uri(model_uri)
+    assert resolved is not None
+    document = read_monitor(log_url, settings, serving=(resolved.name, resolved.version))
+    result = Retraining(model_uri, resolved.version, document["status"], document["reasons"], False)
+    if if_degraded and document["status"] != "degraded":
+        return result
+    predictor = load_predictor(resolved.pinned_uri)
+    if len(predictor.features) > 1:
+        raise ConfigError(
+            f"{model_uri} reads covariates ({', '.join(predictor.features[1:])}); the forecast log holds "
+            "only the target: retrain it with `forecast train` on data that has them"
+        )
+    engine = connect(log_url)
+    try:
+        series_id = series_id or logged_series(engine, resolved.name)
+        latest = observed(engine, series_id)
+    finally:
+        engine.dispose()
+    loaded = load_from_config(predictor.config.data)
+    target = loaded.target
+    extended = extended_series(loaded.frame[target], latest)
+    path = write_series(extended, target, Path(data_dir), f"{resolved.name}-v{resolved.version}-{series_id}")
+    config = retrain_config(predictor.config.model_dump(mode="json"), path, target, predictor.frequency)
+    config = with_settings(config, split, overrides, resolved.name, alias["alias"])
+    result.retrained = True
+    result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest)
+    result.outcome = run_training(config, tracking_uri, quiet=quiet)
+    return result
+
+
+def write_series(series: pd.Series, target: str, directory: Path, stem: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+    path = directory / f"{safe}-{datetime.now(UTC):%Y%m%dT%H%M%S}.csv"
+    frame = pd.DataFrame({"time": series.index, target: series.to_numpy()})
+    frame.to_csv(path, index=False, date_format="%Y-%m-%dT%H:%M:%S")
+    return path.resolve()
+
+
+def retrain_config(config: dict[str, Any], path: Path, target: str, frequency: str) -> dict[str, Any]:
+    """The serving model's config, reading the extended series instead of its own data."""
+    data = dict(config["data"])
+    data.update(dataset=None, path=str(path), time_column="time", target=target, covariates=[])
+    data["frequency"] = frequency
+    return {**config, "data": data}
+
+
+def with_settings(
+    config: dict[str, Any],
+    split: dict[str, Any] | None,
+    overrides: list[str] | None,
+    name: str,
+    alias: str,
+) -> RunConfig:
+    if config["split"].get("val_start") is not None and not split:
+        raise ConfigError(
+            "the served model was split by dates, which would put every new actual into its test "
+            "period: give --split train,val,test fractions for the extended data"
+        )
+    if split:
+        config["split"] = {**config["split"], **split, "val_start": None, "test_start": None, "end": None}
+    for assignment in overrides or []:  # --set model.hidden_size=64, as `forecast train` takes them
+        apply_override(config, assignment)
+    tracking = {"experiment": "retrain", "registered_model": name, "alias": alias}
+    try:
+        return RunConfig.model_validate({**config, "tracking": tracking})
+    except Exception as exc:  # pydantic's ValidationError: one line
+        raise ConfigError(f"the retraining config is invalid: {redact(str(exc))}") from None

@@ -1,0 +1,467 @@
+"""The forecast log: every answered forecast step and every actual, in a SQL database
+(SQLAlchemy: an embedded SQLite file or PostgreSQL), so live error can be measured against the
+naive forecasts of the very same windows (service/monitor.py).
+
+Why off the request path: a prediction must never wait for, or fail because of, the log. The
+predict handler only hands the arrays it already holds to ``ForecastLog.submit`` (a bounded
+queue, ``put_nowait``); a writer thread turns them into rows (baselines included) and inserts them
+in batches. A full queue drops the record, a failing database fails the batch: both are counted
+(``forecast_log_records_total``) and shown in /readyz, and predictions keep flowing.
+
+Actuals are written synchronously by POST /v1/actuals, in one transaction (all or nothing), as
+upserts keyed by (series, timestamp): a value sent twice counts once, a correction replaces it.
+They are joined to forecast steps when the monitor reads, so the order in which forecasts and
+actuals arrive does not matter."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    DateTime,
+    Engine,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    delete,
+    event,
+    func,
+    make_url,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from forecaster.baselines import baseline_forecasts
+from forecaster.conformal import interval_quantiles
+from forecaster.data.frequency import seasonal_period, step_of
+from service.metrics import ServiceMetrics
+from service.redaction import redact
+
+log = logging.getLogger("service.forecast_log")
+
+metadata = MetaData()
+
+# One row per forecast step: what was forecast for ``target_time`` from the window ending at
+# ``origin``, by which model, beside the naive and seasonal-naive forecasts of that same window.
+forecast_steps = Table(
+    "forecast_steps",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("request_id", String(32), nullable=False),
+    Column("series_id", String(200), nullable=False),
+    Column("role", String(16), nullable=False),  # champion (answered) or challenger (shadow)
+    Column("model_name", String(200), nullable=False),
+    Column("model_version", String(50), nullable=False),
+    Column("model_alias", String(100), nullable=False),
+    Column("origin", DateTime, nullable=False),  # the window's last timestamp
+    Column("step", Integer, nullable=False),  # 1..H
+    Column("target_time", DateTime, nullable=False),
+    Column("forecast", Float, nullable=False),
+    Column("lower", Float),  # the model's first interval level, when it has one
+    Column("upper", Float),
+    Column("level", Float),
+    Column("naive", Float, nullable=False),
+    Column("seasonal_naive", Float),  # when the look-back holds a whole season
+    Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
+    Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
+    Index("ix_forecast_steps_series_time", "series_id", "target_time"),
+    Index("ix_forecast_steps_logged", "logged_at"),
+)
+
+actuals = Table(
+    "actuals",
+    metadata,
+    Column("series_id", String(200), primary_key=True),
+    Column("time", DateTime, primary_key=True),
+    Column("value", Float, nullable=False),
+    Column("received_at", DateTime, nullable=False),
+)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def connect(url: str) -> Engine:
+    """An engine for the log. SQLite gets WAL (the writer thread and readers do not block each
+    other) and a busy timeout; PostgreSQL a short connect timeout, so an unreachable server fails
+    a batch in seconds instead of hanging the writer."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 5, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _wal(connection, _record) -> None:  # type: ignore[no-untyped-def]
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        return engine
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; we ship psycopg 3
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    connect_args = {"connect_timeout": 3} if parsed.drivername.startswith("postgresql") else {}
+    return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+
+
+_created: set[int] = set()
+_creating = threading.Lock()
+
+
+def create_tables(engine: Engine) -> None:
+    """The log's tables, created once per engine (the writer thread and the actuals route share
+    it). Two processes creating them at once (``--workers``): the loser finds them on its retry."""
+    if id(engine) in _created:
+        return
+    with _creating:
+        if id(engine) in _created:
+            return
+        try:
+            metadata.create_all(engine)
+        except Exception:
+            time.sleep(0.2)
+            metadata.create_all(engine)  # checkfirst: the tables another process made are kept
+        _created.add(id(engine))
+
+
+@dataclass
+class ForecastRecord:
+    """One answered request's forecasts, as the predict handler holds them (no copies, no rows:
+    the writer thread does that)."""
+
+    request_id: str
+    role: str
+    model_name: str
+    model_version: str
+    model_alias: str
+    frequency: str
+    series_ids: list[str]
+    past_target: np.ndarray  # (n, L) the windows' target, raw units
+    future_times: list[np.ndarray]  # n x (H,) datetime64
+    mean: np.ndarray  # (n, H)
+    quantiles: dict[float, np.ndarray]  # level -> (n, H)
+    levels: list[float]  # the model's interval levels
+
+
+STEP_COLUMNS = (
+    "request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin", "step",
+    "target_time", "forecast", "lower", "upper", "level", "naive", "seasonal_naive", "scale", "logged_at",
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def calendar_of(frequency: str) -> tuple[int, pd.DateOffset, np.timedelta64 | None]:
+    """(seasonal period, step, the step as a fixed length when it has one) of a frequency: pandas
+    parses the alias slowly, once is enough."""
+    step = step_of(frequency)
+    try:
+        fixed = pd.Timedelta(step).to_timedelta64()
+    except ValueError:  # months, business days: no fixed length
+        fixed = None
+    return seasonal_period(frequency), step, fixed
+
+
+def origins_of(first_steps: np.ndarray, frequency: str) -> np.ndarray:
+    """(n,) first forecast timestamps -> the windows' last timestamps (one step earlier)."""
+    _, step, fixed = calendar_of(frequency)
+    if fixed is not None:
+        return first_steps - fixed
+    return (pd.DatetimeIndex(first_steps) - step).to_numpy().astype("datetime64[us]")  # calendar steps
+
+
+def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str) -> list[tuple]:
+    """The rows (STEP_COLUMNS order) of a batch of records: one per series and horizon step.
+    Records of the same shape (frequency, horizon, look-back, interval level: in practice all of
+    them) are stacked and built together, column by column with numpy: this runs for every
+    answered forecast, in a thread that shares the interpreter with the event loop."""
+    groups: dict[tuple, list[ForecastRecord]] = {}
+    for record in records:
+        level = record.levels[0] if record.levels else None
+        key = (record.frequency, record.mean.shape[1], record.past_target.shape[1], level)
+        groups.setdefault(key, []).append(record)
+    logged = sql_times(np.array([logged_at], dtype="datetime64[us]"), dialect)[0]
+    return [row for group in groups.values() for row in group_rows(group, logged, dialect)]
+
+
+def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> list[tuple]:
+    """Rows of records of one shape, with the baselines of each window (forecaster.baselines, the
+    functions `forecast evaluate` scores with, so live and offline figures agree)."""
+    first = group[0]
+    past = np.concatenate([r.past_target for r in group])  # (n, L)
+    mean = np.concatenate([r.mean for r in group])  # (n, H)
+    n, horizon = mean.shape
+    period = calendar_of(first.frequency)[0]
+    baselines = baseline_forecasts(past, horizon, period)
+    naive, seasonal = baselines["naive"], baselines.get("seasonal_naive")
+    level = first.levels[0] if first.levels else None
+    bounds: list = [None, None]
+    if level is not None:
+        quantiles = interval_quantiles(level)
+        if all(q in r.quantiles for r in group for q in quantiles):
+            bounds = [np.concatenate([r.quantiles[q] for r in group]) for q in quantiles]
+        else:
+            level = None
+    targets = np.concatenate([np.stack(r.future_times) for r in group]).astype("datetime64[us]")  # (n, H)
+    origins = origins_of(targets[:, 0], first.frequency)  # the windows' last timestamps
+    lower, upper = (itertools.repeat(None) if b is None else np.ravel(b).tolist() for b in bounds)
+
+    def per_step(values: list) -> list:  # one value per series -> one per series and step
+        return [value for value in values for _ in range(horizon)]
+
+    def per_series(attribute: str) -> list:
+        return per_step([getattr(r, attribute) for r in group for _ in r.series_ids])
+
+    return list(
+        zip(
+            per_series("request_id"),
+            per_step([series_id for r in group for series_id in r.series_ids]),
+            per_series("role"),
+            per_series("model_name"),
+            per_series("model_version"),
+            per_series("model_alias"),
+            sql_times(np.repeat(origins, horizon), dialect),
+            np.tile(np.arange(1, horizon + 1), n).tolist(),
+            sql_times(targets.ravel(), dialect),
+            np.ravel(mean).tolist(),
+            lower,
+            upper,
+            itertools.repeat(level),
+            np.ravel(naive).tolist(),
+            itertools.repeat(None) if seasonal is None else np.ravel(seasonal).tolist(),
+            np.repeat(window_scales(past, period), horizon).tolist(),
+            itertools.repeat(logged),
+            strict=False,  # the repeats are endless
+        )
+    )
+
+
+def window_scales(past: np.ndarray, period: int) -> np.ndarray:
+    """forecaster.metrics.seasonal_naive_scale of each window (its in-sample seasonal-naive MAE,
+    MASE's scale), for all windows at once: (n, L) -> (n,)."""
+    lag = min(period, past.shape[1] - 1)
+    return np.mean(np.abs(past[:, lag:] - past[:, :-lag]), axis=1)
+
+
+def sql_times(times: np.ndarray, dialect: str) -> list:
+    """datetime64[us] as the driver stores them: on SQLite the very text SQLAlchemy's DateTime
+    writes (the actuals are written through it, and the join compares the two texts)."""
+    if dialect == "sqlite":
+        return [text.replace("T", " ") for text in np.datetime_as_string(times, unit="us").tolist()]
+    return times.tolist()  # datetime objects
+
+
+def insert_steps(connection: Connection, rows: list[tuple]) -> None:
+    """One executemany straight to the driver: SQLAlchemy's per-row parameter processing cost
+    more than the rest of the log's work put together."""
+    marker = "?" if connection.dialect.paramstyle == "qmark" else "%s"
+    columns = ", ".join(STEP_COLUMNS)
+    markers = ", ".join([marker] * len(STEP_COLUMNS))
+    connection.exec_driver_sql(f"INSERT INTO forecast_steps ({columns}) VALUES ({markers})", rows)
+
+
+class LogHealth:
+    """What /readyz and the metrics say about the log: counts and the last error (redacted)."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.dropped = 0
+        self.failed = 0
+        self.error: str | None = None
+        self.error_at: float | None = None
+        self.last_write: float | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.error is not None
+
+
+class ForecastLog:
+    """The bounded queue and the writer thread in front of the database."""
+
+    def __init__(
+        self,
+        url: str,
+        metrics: ServiceMetrics,
+        max_queued: int = 10_000,
+        batch: int = 500,
+        retention_days: float = 90.0,
+        max_steps: int = 5_000_000,
+        wait_s: float = 0.1,
+    ) -> None:
+        self.url = url
+        self.shown_url = redact(url) or ""
+        self.metrics = metrics
+        self.engine = connect(url)
+        self.queue: queue.Queue[ForecastRecord | None] = queue.Queue(maxsize=max_queued)
+        self.batch = batch
+        self.wait_s = wait_s
+        self.retention = timedelta(days=retention_days)
+        self.max_steps = max_steps
+        self.health = LogHealth()
+        self.thread: threading.Thread | None = None
+        self._pending = 0  # records taken from the queue but not yet written or failed
+        self._last_prune = 0.0
+        self._up = metrics.log_up
+        self._counted = {
+            outcome: metrics.log_records.labels(outcome) for outcome in ("written", "dropped", "failed")
+        }
+
+    # -- the request path -------------------------------------------------------------------
+    def submit(self, record: ForecastRecord) -> None:
+        """Queue a record for writing; never blocks. A full queue drops it (counted)."""
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            self.health.dropped += len(record.series_ids)
+            self._counted["dropped"].inc(len(record.series_ids))
+
+    # -- life cycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="forecast-log", daemon=True)
+        self.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Write what is queued (within ``timeout``), then stop the writer."""
+        if self.thread is None:
+            return
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(queue.Full):
+            self.queue.put(None, timeout=timeout / 2)
+        self.thread.join(max(0.0, deadline - time.monotonic()))
+        if not self.thread.is_alive():
+            self.engine.dispose()
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every record submitted so far is written or failed (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self.queue.unfinished_tasks > 0:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    # -- the writer thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            records = [self.queue.get()]
+            deadline = time.monotonic() + self.wait_s  # a batch gathers company: fewer transactions
+            while len(records) < self.batch and records[-1] is not None:
+                try:
+                    records.append(self.queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    break
+            stop = any(record is None for record in records)
+            work = [record for record in records if record is not None]
+            try:
+                if work:
+                    started = time.thread_time()  # this thread's CPU: what the log costs the process
+                    self._write(work)
+                    self.metrics.log_writer_cpu.inc(time.thread_time() - started)
+            finally:
+                for _ in records:
+                    self.queue.task_done()
+            self.metrics.log_queue_depth.set(self.queue.qsize())
+            if stop:
+                return
+
+    def _write(self, records: list[ForecastRecord]) -> None:
+        forecasts = sum(len(record.series_ids) for record in records)
+        try:
+            create_tables(self.engine)
+            now, dialect = utc_now(), self.engine.dialect.name
+            rows = batch_rows(records, now, dialect)
+            with self.engine.begin() as connection:
+                insert_steps(connection, rows)
+            self._prune_now_and_then()
+        except Exception as exc:  # the log must never take the service down: count, keep, back off
+            self.health.failed += forecasts
+            self._counted["failed"].inc(forecasts)
+            self._failed(exc)
+            time.sleep(min(1.0, 0.05 * self.queue.qsize() + 0.1))  # do not spin on a dead database
+            return
+        self.health.written += forecasts
+        self.health.last_write = time.time()
+        self.health.error = None
+        self._up.set(1)
+        self._counted["written"].inc(forecasts)
+
+    def _failed(self, exc: BaseException) -> None:
+        first_line = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        if self.health.error is None:
+            log.error("the forecast log %s is failing: %s", self.shown_url, redact(first_line))
+        self.health.error = redact(first_line)
+        self.health.error_at = time.time()
+        self._up.set(0)
+
+    def _prune_now_and_then(self, every_s: float = 600.0) -> None:
+        """Retention: forecast steps and actuals logged longer ago than ``retention``, and the
+        oldest steps beyond ``max_steps``, every ten minutes."""
+        if time.monotonic() - self._last_prune < every_s:
+            return
+        self._last_prune = time.monotonic()
+        prune(self.engine, self.retention, self.max_steps)
+
+
+def prune(engine: Engine, retention: timedelta, max_steps: int) -> None:
+    cutoff = utc_now() - retention
+    with engine.begin() as connection:
+        connection.execute(delete(forecast_steps).where(forecast_steps.c.logged_at < cutoff))
+        connection.execute(delete(actuals).where(actuals.c.received_at < cutoff))
+        newest = connection.execute(select(func.max(forecast_steps.c.id))).scalar()
+        if newest is not None and newest > max_steps:
+            connection.execute(delete(forecast_steps).where(forecast_steps.c.id <= newest - max_steps))
+
+
+def upsert_actuals(engine: Engine, rows: list[dict]) -> None:
+    """Store actuals in one transaction: new (series, time) pairs are inserted, known ones get
+    the new value (a correction), so sending a value twice stores it once."""
+    create_tables(engine)
+    dialect = engine.dialect.name
+    if dialect == "postgresql":
+        statement = postgres_insert(actuals)
+    elif dialect == "sqlite":
+        statement = sqlite_insert(actuals)
+    else:
+        raise RuntimeError(f"the forecast log supports SQLite and PostgreSQL, not {dialect}")
+    statement = statement.on_conflict_do_update(
+        index_elements=[actuals.c.series_id, actuals.c.time],
+        set_={"value": statement.excluded.value, "received_at": statement.excluded.received_at},
+    )
+    with engine.begin() as connection:
+        connection.execute(statement, rows)
+
+
+def resolved_count(engine: Engine, rows: list[dict]) -> int:
+    """How many logged forecast steps the given actuals resolve."""
+    if not rows:
+        return 0
+    total = 0
+    by_series: dict[str, list[datetime]] = {}
+    for row in rows:
+        by_series.setdefault(row["series_id"], []).append(row["time"])
+    with engine.connect() as connection:
+        for series_id, times in by_series.items():
+            total += connection.execute(
+                select(func.count())
+                .select_from(forecast_steps)
+                .where(forecast_steps.c.series_id == series_id, forecast_steps.c.target_time.in_(times))
+            ).scalar_one()
+    return total

@@ -1,0 +1,304 @@
+"""Live monitoring: forecasts logged by the service, actuals posted after them, the monitor's
+figures against `forecast evaluate`'s on the same windows, and a log that fails without costing
+a prediction."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from forecaster.data.datamodule import prepare_series
+from forecaster.data.source import load_from_config
+from forecaster.evaluation import evaluate
+from pipelines.config import load_run_config
+from pipelines.registry import load_predictor
+from pipelines.train import run_training
+from service.forecast_log import actuals, connect, create_tables, forecast_steps, prune, utc_now
+from tests.conftest import TINY
+from tests.service.conftest import serving
+
+MODEL = "models:/monitored@champion"
+
+
+@pytest.fixture(scope="module")
+def monitored(tmp_path_factory) -> str:
+    """Tracking URI of a store holding one tiny LSTM registered as `monitored` @champion."""
+    root: Path = tmp_path_factory.mktemp("monitor-store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        run_training(load_run_config(None, [*TINY, "tracking.registered_model=monitored"]), uri, quiet=True)
+    finally:
+        os.chdir(cwd)
+    return uri
+
+
+def stamps(times: np.ndarray) -> list[str]:
+    return [str(t) for t in np.datetime_as_string(times, "s")]
+
+
+def replay(client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray, future: np.ndarray) -> None:
+    """Day by day: forecast from each origin, then post the value that became known (the first
+    step's actual); after the last origin, the rest of its horizon."""
+    for n in range(len(past)):
+        request = {
+            "series": [
+                {"series_id": "melbourne", "values": past[n].tolist(), "timestamps": stamps(past_times[n])}
+            ]
+        }
+        answer = client.post("/v1/predict", json=request)
+        assert answer.status_code == 200, answer.text
+        assert "x-request-id" in answer.headers
+        known = {
+            "series_id": "melbourne",
+            "timestamps": stamps(future[n, :1]),
+            "values": actual[n, :1].tolist(),
+        }
+        stored = client.post("/v1/actuals", json={"series": [known]})
+        assert stored.status_code == 200, stored.text
+    rest = {"series_id": "melbourne", "timestamps": stamps(future[-1, 1:]), "values": actual[-1, 1:].tolist()}
+    assert client.post("/v1/actuals", json={"series": [rest]}).status_code == 200
+
+
+def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, tmp_path):
+    mlflow.set_tracking_uri(monitored)
+    predictor = load_predictor("models:/monitored/1")
+    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
+    offline = evaluate(predictor, prepared, "test")
+    windows = prepared.windows("test")
+    past, actual = windows.past()[:, :, 0], windows.target()
+    past_times, future = windows.past_times(), windows.future_times()
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    with serving(
+        monitored, MODEL, forecast_log_url=log_url, monitor_window=10**6, monitor_min_steps=1
+    ) as client:
+        replay(client, past, past_times, actual, future)
+        assert client.app.state.forecast_log.flush()
+        document = client.get("/v1/monitor").json()
+    assert document["status"] in ("ok", "degraded")
+    (model,) = document["models"]
+    assert (model["name"], model["version"], model["alias"], model["role"]) == (
+        "monitored",
+        "1",
+        "champion",
+        "champion",
+    )
+    horizon = predictor.horizon
+    assert model["count"] == len(past) * horizon == document["overall"]["count"]
+    # float32 precision: the service runs one window per forward pass, evaluate all of them in
+    # one batch, and the network computes in float32 (the figures agree to ~1e-9 here)
+    rtol = 1e-6
+    assert model["mae"] == pytest.approx(offline.metrics["model"]["mae"], rel=rtol)
+    assert model["rmse"] == pytest.approx(offline.metrics["model"]["rmse"], rel=rtol)
+    assert model["skill_naive"] == pytest.approx(offline.skill("mae", "naive"), rel=rtol)
+    assert model["skill_seasonal_naive"] == pytest.approx(offline.skill("mae", "seasonal_naive"), rel=rtol)
+    level = predictor.interval_levels[0]
+    assert model["interval_level"] == level
+    assert model["coverage"] == pytest.approx(offline.intervals[level]["coverage"], rel=rtol)
+    by_step = model["by_step"]
+    assert [s["step"] for s in by_step] == list(range(1, horizon + 1))
+    live_mae = np.array([s["mae"] for s in by_step])
+    live_skill = np.array([s["skill_naive"] for s in by_step])
+    offline_skill = 1 - offline.per_step_mae["model"] / offline.per_step_mae["naive"]
+    np.testing.assert_allclose(live_mae, offline.per_step_mae["model"], rtol=rtol)
+    np.testing.assert_allclose(live_skill, offline_skill, rtol=rtol)
+
+
+def window_request(n: int = 0, series_id: str = "melbourne") -> dict:
+    """A valid one-window request with a series id and daily timestamps (the tiny model: L=14)."""
+    times = np.arange(np.datetime64("1990-01-01"), np.datetime64("1990-01-15")) + n
+    values = (10 + 3 * np.sin(np.arange(14) / 2)).round(3).tolist()
+    return {"series": [{"series_id": series_id, "values": values, "timestamps": stamps(times)}]}
+
+
+def metric(text: str, name: str) -> float:
+    """A sample's value from a Prometheus exposition (the first line starting with ``name``)."""
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_an_unreachable_log_costs_no_prediction(monitored, tmp_path):
+    """The log's database cannot be opened: every prediction still answers 200, the failed writes
+    are counted, /readyz stays ready and says the log is failing, and actuals are refused (503)
+    rather than lost silently."""
+    log_url = f"sqlite:///{tmp_path / 'no-such-folder' / 'forecasts.db'}"
+    with serving(monitored, MODEL, forecast_log_url=log_url) as client:
+        for n in range(20):
+            answer = client.post("/v1/predict", json=window_request(n))
+            assert answer.status_code == 200, answer.text
+        assert client.app.state.forecast_log.flush()
+        ready = client.get("/readyz")
+        metrics = client.get("/metrics").text
+        actual = {"series_id": "melbourne", "timestamps": ["1990-01-15T00:00:00"], "values": [11.0]}
+        refused = client.post("/v1/actuals", json={"series": [actual]})
+    assert ready.status_code == 200
+    health = ready.json()["forecast_log"]
+    assert health["status"] == "failing" and "unable to open database file" in health["error"]
+    assert health["failed"] == 20 and health["written"] == 0
+    assert metric(metrics, 'forecast_log_records_total{outcome="failed"}') == 20
+    assert metric(metrics, "forecast_log_up") == 0
+    assert refused.status_code == 503 and "nothing was stored" in refused.json()["detail"]
+
+
+def test_a_hanging_log_drops_what_its_queue_cannot_hold(monitored):
+    """A database that accepts the connection and never answers (a listening socket nobody
+    serves), behind a queue of two and a writer taking one at a time: predictions answer 200 all the same, the records beyond the
+    queue are dropped and counted, and /readyz shows it without the URL's password."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        port = silent.getsockname()[1]
+        log_url = f"postgresql://monitor:s3cr3t-pw@127.0.0.1:{port}/forecasts"
+        settings = {"forecast_log_url": log_url, "forecast_log_queue": 2, "forecast_log_batch": 1}
+        with serving(monitored, MODEL, **settings) as client:
+            for n in range(12):
+                assert client.post("/v1/predict", json=window_request(n)).status_code == 200
+            ready = client.get("/readyz")
+            metrics = client.get("/metrics").text
+    health = ready.json()["forecast_log"]
+    assert ready.status_code == 200
+    assert health["dropped"] >= 12 - 2 - 1  # the queue holds 2, the writer 1
+    assert metric(metrics, 'forecast_log_records_total{outcome="dropped"}') == health["dropped"]
+    assert "s3cr3t" not in ready.text
+
+
+def stored_actuals(log_url: str) -> list[tuple]:
+    engine = connect(log_url)
+    with engine.connect() as connection:
+        rows = connection.execute(select(actuals.c.series_id, actuals.c.time, actuals.c.value)).all()
+    engine.dispose()
+    return sorted(tuple(row) for row in rows)
+
+
+def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_request(monitored, tmp_path):
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    first = {
+        "series_id": "melbourne",
+        "timestamps": ["1990-01-15T00:00:00", "1990-01-16"],
+        "values": [11.0, 12.0],
+    }
+    with serving(monitored, MODEL, forecast_log_url=log_url, monitor_min_steps=1) as client:
+        assert client.post("/v1/predict", json=window_request()).status_code == 200
+        assert client.app.state.forecast_log.flush()
+        answers = [client.post("/v1/actuals", json={"series": [first]}) for _ in range(2)]
+        assert [a.json() for a in answers] == [{"stored": 2, "resolved_steps": 2}] * 2
+        twice = client.get("/v1/monitor").json()["models"][0]
+        corrected = {"series_id": "melbourne", "timestamps": ["1990-01-16T00:00:00+00:00"], "values": [20.0]}
+        assert client.post("/v1/actuals", json={"series": [corrected]}).status_code == 200
+        after = client.get("/v1/monitor").json()["models"][0]
+        bad = [
+            {"series_id": "other", "timestamps": ["1990-01-17"], "values": [1.0]},
+            {"series_id": "melbourne", "timestamps": ["1990-01-17"], "values": ["warm"]},
+        ]
+        refused = client.post("/v1/actuals", json={"series": bad})
+        mismatch = client.post(
+            "/v1/actuals",
+            json={"series": [{"series_id": "x", "timestamps": ["1990-01-17"], "values": [1.0, 2.0]}]},
+        )
+        not_json = client.post("/v1/actuals", content=b"A\xffG", headers={"Content-Type": "application/json"})
+        repeated = client.post(
+            "/v1/actuals",
+            json={
+                "series": [
+                    {"series_id": "x", "timestamps": ["1990-01-17", "1990-01-17"], "values": [1.0, 2.0]}
+                ]
+            },
+        )
+    assert twice["count"] == 2  # the same two values sent twice resolve two steps, not four
+    assert after["count"] == 2 and after["mae"] != twice["mae"]  # the correction replaced the value
+    assert refused.status_code == 422 and refused.json()["detail"][0]["field"] == "series[1].values[0]"
+    assert mismatch.status_code == 422 and mismatch.json()["detail"][0]["field"] == "series[0].timestamps"
+    assert repeated.status_code == 422 and repeated.json()["detail"][0]["field"] == "series[0].timestamps[1]"
+    assert not_json.status_code == 422 and not_json.json()["detail"][0]["type"] == "json_invalid"
+    assert [(s, v) for s, _, v in stored_actuals(log_url)] == [("melbourne", 11.0), ("melbourne", 20.0)]
+
+
+def test_without_a_log_actuals_and_monitor_say_how_to_turn_it_on(monitored):
+    with serving(monitored, MODEL) as client:
+        answer = client.post("/v1/predict", json=window_request())
+        monitor = client.get("/v1/monitor")
+        ready = client.get("/readyz").json()
+    assert answer.status_code == 200 and "x-request-id" not in answer.headers
+    assert monitor.status_code == 404 and "FORECAST_LOG_URL" in monitor.json()["detail"]
+    assert "forecast_log" not in ready
+
+
+def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(tmp_path):
+    engine = connect(f"sqlite:///{tmp_path / 'forecasts.db'}")
+    create_tables(engine)
+    now = utc_now()
+    step = {
+        "request_id": "r", "series_id": "s", "role": "champion", "model_name": "m", "model_version": "1",
+        "model_alias": "champion", "origin": now, "step": 1, "target_time": now, "forecast": 1.0, "naive": 1.0,
+        "scale": 1.0,
+    }  # fmt: skip
+    with engine.begin() as connection:
+        connection.execute(
+            forecast_steps.insert(),
+            [{**step, "logged_at": now - timedelta(days=age)} for age in (100, 10, 5, 1, 0)],
+        )
+        connection.execute(
+            actuals.insert(),
+            [
+                {
+                    "series_id": "s",
+                    "time": now - timedelta(days=age),
+                    "value": 1.0,
+                    "received_at": now - timedelta(days=age),
+                }
+                for age in (100, 1)
+            ],
+        )
+    prune(engine, timedelta(days=90), max_steps=3)
+    with engine.connect() as connection:
+        kept = sorted(row.logged_at for row in connection.execute(select(forecast_steps.c.logged_at)))
+        kept_actuals = connection.execute(select(actuals.c.time)).all()
+    assert kept == [now - timedelta(days=5), now - timedelta(days=1), now]
+    assert len(kept_actuals) == 1
+
+
+def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, tmp_path):
+    """The champion's own version served again as the challenger: scored on every request (its
+    answers never returned), it must come out with exactly the champion's figures."""
+    mlflow.set_tracking_uri(monitored)
+    predictor = load_predictor("models:/monitored/1")
+    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
+    windows = prepared.windows("test")
+    n = 30
+    past, actual = windows.past()[:n, :, 0], windows.target()[:n]
+    past_times, future = windows.past_times()[:n], windows.future_times()[:n]
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    with serving(
+        monitored,
+        MODEL,
+        forecast_log_url=log_url,
+        challenger_model_uri="models:/monitored/1",
+        monitor_min_steps=1,
+    ) as client:
+        state = client.app.state
+        while state.shadow.store.current is None:  # the challenger loads in the background
+            time.sleep(0.05)
+        replay(client, past, past_times, actual, future)
+        assert state.shadow.flush() and state.forecast_log.flush()
+        document = client.get("/v1/monitor").json()
+        metrics = client.get("/metrics").text
+        one = client.post("/v1/predict", json=window_request()).json()
+    champion, challenger = sorted(document["models"], key=lambda m: m["role"] != "champion")
+    assert (champion["role"], challenger["role"]) == ("champion", "challenger")
+    assert challenger["version"] == "1" and challenger["count"] == champion["count"] == n * predictor.horizon
+    for figure in ("mae", "rmse", "skill_naive", "coverage"):
+        assert challenger[figure] == pytest.approx(champion[figure], rel=1e-9)
+    assert document["serving"] == {"name": "monitored", "version": "1"}
+    assert metric(metrics, 'forecast_shadow_requests_total{outcome="scored",reason=""}') == n
+    assert len(one["forecasts"]) == 1  # the challenger's forecast is not in the answer
