@@ -82,3 +82,11 @@ def test_render_writes_between_the_markers_only(tmp_path):
     text = readme.read_text()
     assert text.startswith("# Title\nbefore\n") and text.endswith(f"{ett_benchmark.END}\nafter\n")
     assert "old table" not in text and "| **lstm** |" in text
+
+
+def test_the_readme_peer_table_is_the_committed_peer_runs_rendered():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import peers
+
+    runs = [json.loads(line) for line in peers.RAW_RESULTS.read_text().splitlines()]
+    assert peers.render(runs) in (REPO / "benchmarks/README.md").read_text()
