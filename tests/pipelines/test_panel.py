@@ -11,18 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import TINY as CONFTEST_TINY
 from tests.pipelines.helpers import forecast
 
-TINY = [
-    "window.lookback=14",
-    "window.horizon=4",
-    "model.hidden_size=8",
-    "model.layers=1",
-    "train.epochs=2",
-    "train.batch_size=128",
-    "train.limit_train_batches=4",
-    "train.progress_bar=false",
-]
+TINY = [setting for setting in CONFTEST_TINY if not setting.startswith("data.")]  # the panel is the data
 
 
 def settings(*extra: str) -> list[str]:
