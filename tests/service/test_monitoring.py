@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,9 +24,23 @@ from pipelines.registry import load_predictor
 from pipelines.train import run_training
 from service.forecast_log import actuals, connect, create_tables, forecast_steps, prune, utc_now
 from tests.conftest import TINY
+from tests.postgres import postgres_server, why_unavailable
 from tests.service.conftest import serving
 
 MODEL = "models:/monitored@champion"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def log_url(request, tmp_path) -> Iterator[str]:
+    """A fresh forecast-log database: an SQLite file, or a PostgreSQL server of its own."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'forecasts.db'}"
+        return
+    reason = why_unavailable()
+    if reason is not None:
+        pytest.skip(f"PostgreSQL unavailable: {reason}")
+    with postgres_server("forecasts") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +84,7 @@ def replay(client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray,
     assert client.post("/v1/actuals", json={"series": [rest]}).status_code == 200
 
 
-def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, tmp_path):
+def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, log_url):
     mlflow.set_tracking_uri(monitored)
     predictor = load_predictor("models:/monitored/1")
     prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
@@ -77,7 +92,6 @@ def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, t
     windows = prepared.windows("test")
     past, actual = windows.past()[:, :, 0], windows.target()
     past_times, future = windows.past_times(), windows.future_times()
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
     with serving(
         monitored, MODEL, forecast_log_url=log_url, monitor_window=10**6, monitor_min_steps=1
     ) as client:
@@ -181,8 +195,7 @@ def stored_actuals(log_url: str) -> list[tuple]:
     return sorted(tuple(row) for row in rows)
 
 
-def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_request(monitored, tmp_path):
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_request(monitored, log_url):
     first = {
         "series_id": "melbourne",
         "timestamps": ["1990-01-15T00:00:00", "1990-01-16"],
