@@ -177,6 +177,7 @@ class PredictEndpoint:
                         [parsed.series[i].values for i in keep],
                         [windows.future[i] for i in keep],
                         answer.model.predictor.frequency,
+                        [parsed.series[i].future for i in keep],
                     )
                 )
             return request_id

@@ -10,20 +10,19 @@ another frequency), skips it (counted, with the reason)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import queue
-import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from forecaster.data.frequency import step_of
+from forecaster.predictor import Predictor
 from service.forecast_log import ForecastLog, ForecastRecord
 from service.metrics import ServiceMetrics
 from service.model_store import ALIAS_URI, ModelStore
 from service.monitor import CHALLENGER
+from service.queue_worker import QueueWorker
 
 log = logging.getLogger("service.shadow")
 
@@ -37,50 +36,28 @@ class ShadowJob:
     values: list[np.ndarray]  # per series: (T, F) as sent
     future: list[np.ndarray]  # per series: (H_champion,) the champion's forecast timestamps
     frequency: str  # the champion's: the requests were validated against it
+    covariates: list[dict[str, np.ndarray] | None] = field(default_factory=list)  # per series, as sent
 
 
-class Shadow:
+class Shadow(QueueWorker[ShadowJob]):
+    name = "shadow"
+
     def __init__(
         self, store: ModelStore, forecast_log: ForecastLog, metrics: ServiceMetrics, max_queued: int = 1000
     ) -> None:
+        super().__init__(max_queued)
         self.store, self.forecast_log, self.metrics = store, forecast_log, metrics
-        self.queue: queue.Queue[ShadowJob | None] = queue.Queue(maxsize=max_queued)
-        self.thread: threading.Thread | None = None
         self.counts = {"scored": 0, "dropped": 0, "skipped": 0}
 
     def submit(self, job: ShadowJob) -> None:
-        try:
-            self.queue.put_nowait(job)
-        except queue.Full:
+        if not self.offer(job):
             self._count("dropped", "queue full")
-
-    def start(self) -> None:
-        self.thread = threading.Thread(target=self._run, name="shadow", daemon=True)
-        self.thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        if self.thread is None:
-            return
-        with contextlib.suppress(queue.Full):
-            self.queue.put(None, timeout=timeout / 2)
-        self.thread.join(timeout / 2)
-
-    def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until every job so far is scored (and handed to the log) or skipped (tests)."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        while self.queue.unfinished_tasks > 0:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
-        return True
 
     def _count(self, outcome: str, reason: str) -> None:
         self.counts[outcome] += 1
         self.metrics.shadow_requests.labels(outcome, reason).inc()
 
-    def _run(self) -> None:
+    def run(self) -> None:
         while True:
             job = self.queue.get()
             try:
@@ -109,6 +86,14 @@ class Shadow:
         if not kept:
             self._count("skipped", "windows it cannot read")
             return
+        ahead = None
+        if predictor.future_covariates:
+            sent = {i: covariates_for(predictor, job, i) for i in kept}
+            kept = [i for i in kept if sent[i] is not None]
+            if not kept:
+                self._count("skipped", "future covariates it needs were not sent")
+                return
+            ahead = np.stack([sent[i] for i in kept])  # (n, H, Kf)
         step = step_of(job.frequency)
         lasts = np.array([(pd.Timestamp(job.future[i][0]) - step).to_datetime64() for i in kept])
         past = np.stack([job.values[i][-lookback:] for i in kept])  # (n, L, F)
@@ -118,7 +103,10 @@ class Shadow:
             times = np.array(
                 [[(pd.Timestamp(last) - offset).to_datetime64() for offset in offsets] for last in lasts]
             )
-        prediction = model.predict(past, times, attention=False)
+        series_ids: list[str | None] | None = None
+        if predictor.is_panel:  # a panel model forecasts a series it knows with its own vector
+            series_ids = [job.series_ids[i] for i in kept]
+        prediction = model.predict(past, times, attention=False, future=ahead, series_ids=series_ids)
         future = predictor.future_times(lasts)  # (n, H)
         ref = model.ref
         alias = ALIAS_URI.match(ref.uri)
@@ -139,3 +127,14 @@ class Shadow:
             )
         )
         self._count("scored", "")
+
+
+def covariates_for(predictor: Predictor, job: ShadowJob, i: int) -> np.ndarray | None:
+    """(H, Kf) the challenger's future covariates for series ``i``, from what was sent to the
+    champion; None when a covariate it needs is missing or shorter than its horizon (the
+    champion was validated against its own covariates and horizon, not the challenger's)."""
+    given = job.covariates[i] if i < len(job.covariates) else None
+    names, horizon = predictor.future_covariates, predictor.horizon
+    if given is None or any(name not in given or len(given[name]) < horizon for name in names):
+        return None
+    return np.stack([np.asarray(given[name][:horizon], dtype=np.float64) for name in names], axis=-1)

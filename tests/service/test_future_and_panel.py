@@ -4,15 +4,18 @@ model (each window scaled by itself), against real registered tiny models."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy import select
 
 from pipelines.config import load_run_config
 from pipelines.train import run_training
+from service.forecast_log import connect, forecast_steps
 from tests.service.conftest import serving
 
 LOOKBACK, HORIZON = 14, 4
@@ -164,3 +167,53 @@ def test_series_id_selects_a_panel_models_learned_series_vector(store):
     small, large, unseen, anonymous = (np.array(f["values"]) for f in response.json()["forecasts"])
     assert not np.allclose(small, large) and not np.allclose(small, unseen)
     np.testing.assert_allclose(unseen, anonymous, rtol=1e-6)
+
+
+def logged_forecasts(log_url: str) -> dict[tuple[str, str], list[float]]:
+    """(role, series id) -> the logged forecast values, by step."""
+    engine = connect(log_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.forecast)
+                .order_by(forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.step)
+            ).all()
+    finally:
+        engine.dispose()
+    logged: dict[tuple[str, str], list[float]] = {}
+    for role, series_id, value in rows:
+        logged.setdefault((role, series_id), []).append(value)
+    return logged
+
+
+def test_a_challenger_in_shadow_gets_the_future_covariates_sent_to_the_champion(store, tmp_path):
+    """The champion's own version as the challenger: with the request's `future` values it must
+    log the champion's very forecasts (without them it would forecast something else, or fail)."""
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    stamps = pd.date_range("2022-01-01", periods=LOOKBACK, freq="D").strftime("%Y-%m-%d").tolist()
+    ahead = {"quiet": [0, 0, 0, 0], "promoted": [1, 1, 1, 1]}
+    body = {
+        "series": [
+            {"values": values(5), "timestamps": stamps, "series_id": key, "future": {"promo": promo}}
+            for key, promo in ahead.items()
+        ]
+    }
+    with serving(
+        store,
+        "models:/svc-future@champion",
+        forecast_log_url=log_url,
+        challenger_model_uri="models:/svc-future/1",
+    ) as client:
+        state = client.app.state
+        while state.shadow.store.current is None:  # the challenger loads in the background
+            time.sleep(0.05)
+        response = client.post("/v1/predict", json=body)
+        assert response.status_code == 200, response.text
+        assert state.shadow.flush() and state.forecast_log.flush()
+        assert state.shadow.counts == {"scored": 1, "dropped": 0, "skipped": 0}
+    logged = logged_forecasts(log_url)
+    answered = {key: f["values"] for key, f in zip(ahead, response.json()["forecasts"], strict=True)}
+    for key in ahead:
+        np.testing.assert_allclose(logged[("challenger", key)], answered[key], rtol=1e-9)
+        np.testing.assert_allclose(logged[("champion", key)], answered[key], rtol=1e-9)
+    assert not np.allclose(answered["quiet"], answered["promoted"])  # the covariate mattered
