@@ -21,6 +21,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -83,9 +84,14 @@ forecast_steps = Table(
     Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
     Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
     Index("ix_forecast_steps_series_time", "series_id", "target_time"),
-    # no index on logged_at: it cost every insert a fifth more CPU on SQLite, and retention finds
-    # its cut by id (ids grow with logged_at), see prune()
 )
+# Retention deletes by logged_at. PostgreSQL gets a BRIN index on it (rows arrive in logged_at
+# order, so a block range summary finds them at next to no cost per insert); SQLite gets none (a
+# B-tree index cost every insert a fifth more CPU), prune() finds the range by id there.
+Index("ix_forecast_steps_logged_brin", forecast_steps.c.logged_at, postgresql_using="brin").ddl_if(
+    dialect="postgresql"
+)
+OLD_INDEXES = ("ix_forecast_steps_logged",)  # B-trees of earlier versions, dropped on start
 
 actuals = Table(
     "actuals",
@@ -123,24 +129,27 @@ def connect(url: str) -> Engine:
     return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
 
 
-_created: set[int] = set()
+_created: weakref.WeakSet[Engine] = weakref.WeakSet()  # not ids: a new engine may reuse a freed one's
 _creating = threading.Lock()
 
 
 def create_tables(engine: Engine) -> None:
     """The log's tables, created once per engine (the writer thread and the actuals route share
     it). Two processes creating them at once (``--workers``): the loser finds them on its retry."""
-    if id(engine) in _created:
+    if engine in _created:
         return
     with _creating:
-        if id(engine) in _created:
+        if engine in _created:
             return
         try:
             metadata.create_all(engine)
         except Exception:
             time.sleep(0.2)
             metadata.create_all(engine)  # checkfirst: the tables another process made are kept
-        _created.add(id(engine))
+        with engine.begin() as connection:
+            for name in OLD_INDEXES:
+                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+        _created.add(engine)
 
 
 @dataclass
@@ -264,11 +273,14 @@ def window_scales(past: np.ndarray, period: int) -> np.ndarray:
 def sql_times(times: np.ndarray, dialect: str) -> list:
     """datetime64[us] as the driver stores them: on SQLite the very text SQLAlchemy's DateTime
     writes, "YYYY-MM-DD HH:MM:SS.ffffff" (the actuals are written through it, and the join
-    compares the two texts)."""
+    compares the two texts). Years 1000-9999 only: the API takes 1677-2262."""
+    times = np.ravel(times)
     if dialect != "sqlite":
         return times.tolist()  # datetime objects
     text = np.datetime_as_string(times, unit="us")  # (n,) "YYYY-MM-DDTHH:MM:SS.ffffff", <U26
     characters = text.view(np.uint32).reshape(len(text), text.itemsize // 4)  # UCS-4 codes
+    if len(text) and not (characters[:, 10] == ord("T")).all():
+        raise ValueError("a timestamp outside the years 1000-9999 (or NaT) cannot be logged")
     characters[:, 10] = ord(" ")  # the "T": numpy's string ops would go value by value
     return text.tolist()
 
@@ -432,22 +444,27 @@ class ForecastLog(QueueWorker[ForecastRecord]):
 
 def prune(engine: Engine, retention: timedelta, max_steps: int) -> None:
     """Delete forecast steps and actuals logged longer ago than ``retention``, and the oldest steps
-    beyond ``max_steps``. Steps are cut by id: ids grow with ``logged_at`` (several service
-    workers interleave by at most a batch's wait), so the oldest step still kept, found by walking
-    the ids up from the oldest, marks the cut, and no index on ``logged_at`` is needed."""
+    beyond ``max_steps``. Whatever the ids, a step is deleted for its age only when its own
+    ``logged_at`` is past the cut-off: a batch another worker commits meanwhile, or one stamped
+    by a clock running ahead, loses nothing it should keep."""
     cutoff = utc_now() - retention
     s = forecast_steps
     with engine.begin() as connection:
         connection.execute(delete(actuals).where(actuals.c.received_at < cutoff))
+        expired = s.c.logged_at < cutoff
+        if connection.dialect.name == "sqlite":
+            # no index on logged_at: bound the scan by id. One database file, one clock, one
+            # writer at a time: ids grow with logged_at, so the expired rows lie below the
+            # oldest row still kept (found walking up from the oldest id, the rows to delete)
+            first_kept = connection.execute(
+                select(s.c.id).where(s.c.logged_at >= cutoff).order_by(s.c.id).limit(1)
+            ).scalar()
+            if first_kept is not None:
+                expired = expired & (s.c.id < first_kept)
+        connection.execute(delete(s).where(expired))
         newest = connection.execute(select(func.max(s.c.id))).scalar()
-        if newest is None:
-            return
-        first_kept = connection.execute(
-            select(s.c.id).where(s.c.logged_at >= cutoff).order_by(s.c.id).limit(1)
-        ).scalar()
-        cut = newest + 1 if first_kept is None else first_kept
-        cut = max(cut, newest - max_steps + 1)
-        connection.execute(delete(s).where(s.c.id < cut))
+        if newest is not None and newest > max_steps:
+            connection.execute(delete(s).where(s.c.id <= newest - max_steps))
 
 
 def upsert_actuals(engine: Engine, rows: list[dict]) -> None:

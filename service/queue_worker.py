@@ -22,9 +22,14 @@ class QueueWorker(Generic[Item]):
     def __init__(self, max_queued: int) -> None:
         self.queue: queue.Queue[Item | None] = queue.Queue(maxsize=max_queued)
         self.thread: threading.Thread | None = None
+        self.closed = False  # stop() was called: nothing offered after it would ever be handled
+        self._signalled = False  # the stop sign is on the queue (once, however often stop() is called)
 
     def offer(self, item: Item) -> bool:
-        """Queue ``item`` without blocking; False when the queue is full (the caller counts it)."""
+        """Queue ``item`` without blocking; False when the queue is full or the worker stopping
+        (the caller counts it)."""
+        if self.closed:
+            return False
         try:
             self.queue.put_nowait(item)
         except queue.Full:
@@ -37,11 +42,14 @@ class QueueWorker(Generic[Item]):
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Finish what is queued (within ``timeout``), then stop; True when the thread ended."""
-        if self.thread is None:
+        if self.thread is None or not self.thread.is_alive():
             return True
         deadline = time.monotonic() + timeout
-        with contextlib.suppress(queue.Full):
-            self.queue.put(None, timeout=timeout / 2)
+        self.closed = True
+        if not self._signalled:  # a queue still full at the deadline: the next stop() tries again
+            with contextlib.suppress(queue.Full):
+                self.queue.put(None, timeout=timeout / 2)
+                self._signalled = True
         self.thread.join(max(0.0, deadline - time.monotonic()))
         return not self.thread.is_alive()
 

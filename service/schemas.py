@@ -39,7 +39,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-SeriesId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")]
+# printable: no surrounding blanks, no control characters (a NUL would fail the log's whole batch
+# on PostgreSQL, other clients' forecasts with it)
+SeriesId = Annotated[
+    str, Field(min_length=1, max_length=200, pattern=r"^[^\s\p{Cc}]([^\p{Cc}]*[^\s\p{Cc}])?$")
+]
 
 
 class SeriesIn(Strict):
