@@ -3,7 +3,8 @@
 Why one class: both take work the request path hands them without waiting (``offer`` never
 blocks, a full queue refuses), both must drain what they hold at shutdown within a deadline, and
 tests wait for them to finish what was handed so far (``flush``). ``None`` on the queue is the
-stop sign; subclasses implement ``run`` and call ``task_done`` for every item they take."""
+stop sign; subclasses implement ``handle`` (one item), or ``run`` (calling ``task_done`` for every
+item they take)."""
 
 from __future__ import annotations
 
@@ -63,4 +64,16 @@ class QueueWorker(Generic[Item]):
         return True
 
     def run(self) -> None:
+        """The thread: ``handle`` each item in turn until the stop sign (the forecast log
+        overrides this to write whole batches)."""
+        while True:
+            item = self.queue.get()
+            try:
+                if item is None:
+                    return
+                self.handle(item)
+            finally:
+                self.queue.task_done()
+
+    def handle(self, item: Item) -> None:
         raise NotImplementedError

@@ -57,18 +57,12 @@ class Shadow(QueueWorker[ShadowJob]):
         self.counts[outcome] += 1
         self.metrics.shadow_requests.labels(outcome, reason).inc()
 
-    def run(self) -> None:
-        while True:
-            job = self.queue.get()
-            try:
-                if job is None:
-                    return
-                self._score(job)
-            except Exception:  # a challenger that fails must not stop the next jobs
-                log.exception("the challenger could not score a request")
-                self._count("skipped", "forecast failed")
-            finally:
-                self.queue.task_done()
+    def handle(self, job: ShadowJob) -> None:
+        try:
+            self._score(job)
+        except Exception:  # a challenger that fails must not stop the next jobs
+            log.exception("the challenger could not score a request")
+            self._count("skipped", "forecast failed")
 
     def _score(self, job: ShadowJob) -> None:
         model = self.store.current

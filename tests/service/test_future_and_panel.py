@@ -175,8 +175,9 @@ def logged_forecasts(log_url: str) -> dict[tuple[str, str], list[float]]:
     try:
         with engine.connect() as connection:
             rows = connection.execute(
-                select(forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.forecast)
-                .order_by(forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.step)
+                select(forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.forecast).order_by(
+                    forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.step
+                )
             ).all()
     finally:
         engine.dispose()

@@ -16,16 +16,9 @@ class Collector(QueueWorker[int]):
         self.handled: list[int] = []
         self.gate = threading.Event()
 
-    def run(self) -> None:
-        while True:
-            item = self.queue.get()
-            try:
-                if item is None:
-                    return
-                self.gate.wait(10)
-                self.handled.append(item)
-            finally:
-                self.queue.task_done()
+    def handle(self, item: int) -> None:
+        self.gate.wait(10)
+        self.handled.append(item)
 
 
 def test_stop_finishes_what_was_queued_and_refuses_what_comes_after():
