@@ -42,7 +42,14 @@ class Strict(BaseModel):
 # printable: no surrounding blanks, no control characters (a NUL would fail the log's whole batch
 # on PostgreSQL, other clients' forecasts with it)
 SeriesId = Annotated[
-    str, Field(min_length=1, max_length=200, pattern=r"^[^\s\p{Cc}]([^\p{Cc}]*[^\s\p{Cc}])?$")
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        # control characters spelled as ranges (C0, DEL, C1), not \p{Cc}: the published OpenAPI
+        # pattern must read the same in every client's regex dialect (ECMA, Python's re, Rust)
+        pattern=r"^[^\s\x00-\x1f\x7f-\x9f]([^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f])?$",
+    ),
 ]
 
 
