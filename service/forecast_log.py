@@ -296,11 +296,11 @@ STEP_TYPES = (
 def insert_steps(connection: Connection, rows: list[tuple]) -> None:
     """Rows straight to the driver, bypassing SQLAlchemy's per-row parameter processing (it cost
     more than the rest of the log's work put together). On PostgreSQL through psycopg 3 a binary
-    COPY: an executemany of 24 rows per forecast cost the writer about 6x the CPU (measured with
-    benchmarks/forecast_log_bench.py). Elsewhere one executemany."""
+    COPY: with an executemany of 24 rows per forecast the writer thread cost 4-5x the CPU
+    (benchmarks/forecast_log_bench.py: 721 vs 130-164 us per forecast). Elsewhere one executemany."""
     columns = ", ".join(STEP_COLUMNS)
-    driver = connection.connection.driver_connection
-    if connection.dialect.name == "postgresql" and _is_psycopg(driver):
+    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
+        driver = connection.connection.driver_connection  # psycopg 3's own connection
         statement = f"COPY forecast_steps ({columns}) FROM STDIN (FORMAT BINARY)"
         with driver.cursor() as cursor, cursor.copy(statement) as copy:
             copy.set_types(STEP_TYPES)
@@ -310,12 +310,6 @@ def insert_steps(connection: Connection, rows: list[tuple]) -> None:
     marker = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     markers = ", ".join([marker] * len(STEP_COLUMNS))
     connection.exec_driver_sql(f"INSERT INTO forecast_steps ({columns}) VALUES ({markers})", rows)
-
-
-def _is_psycopg(driver: object) -> bool:
-    """psycopg 3's connection (COPY ... FROM STDIN with ``write_row``), not psycopg2's."""
-    module = type(driver).__module__
-    return module == "psycopg" or module.startswith("psycopg.")
 
 
 class LogHealth:
