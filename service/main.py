@@ -29,6 +29,7 @@ from service.model_store import ModelStore, bound_registry_calls
 from service.monitor import MonitorCollector
 from service.parsing import BodyParser, ProblemItem, RequestProblems
 from service.predict_endpoint import PREDICT_PATH, PredictEndpoint
+from service.redaction import redact_handlers
 from service.reloader import Reloader
 from service.routes import documented, router
 from service.schemas import model_schema, request_schemas
@@ -47,7 +48,8 @@ DESCRIPTION = (
 
 def service_logging() -> None:
     """The service's own lines (model swaps, load failures, batch retries) at INFO on stderr, beside
-    uvicorn's; library loggers stay as they are."""
+    uvicorn's; library loggers keep their levels. Every line the process writes, uvicorn's and
+    asyncio's included, goes through ``redact``."""
     logger = logging.getLogger("service")
     if not logger.handlers:
         handler = logging.StreamHandler()
@@ -55,6 +57,13 @@ def service_logging() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    root = logging.getLogger()
+    if not root.handlers:  # instead of logging's last resort, which writes the bare message
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    for name in ("service", "", "uvicorn", "uvicorn.error", "uvicorn.access"):
+        redact_handlers(logging.getLogger(name))
 
 
 class ServiceApp(FastAPI):

@@ -4,6 +4,7 @@ URL both carry secrets, and library errors quote them verbatim."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 # scheme://user:password@host -> scheme://***@host (any userinfo, with or without a password)
@@ -22,3 +23,23 @@ def redact(text: str | None) -> str | None:
         return None
     text = USERINFO.sub(r"\g<scheme>***@", text)
     return SECRET_PARAMS.sub(r"\g<key>***", text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A handler's own formatter, with the finished line (traceback included) passed through
+    ``redact``: a library's exception text or asyncio's "exception was never retrieved" report
+    would otherwise print a tracking URI's password to the log."""
+
+    def __init__(self, inner: logging.Formatter | None = None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self.inner.format(record)) or ""
+
+
+def redact_handlers(logger: logging.Logger) -> None:
+    """Wrap the formatter of each of ``logger``'s handlers (once) in a ``RedactingFormatter``."""
+    for handler in logger.handlers:
+        if not isinstance(handler.formatter, RedactingFormatter):
+            handler.setFormatter(RedactingFormatter(handler.formatter))

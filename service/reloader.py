@@ -22,6 +22,13 @@ from service.model_store import ModelStore
 log = logging.getLogger("service.reloader")
 
 
+def _settle(attempt: asyncio.Future) -> None:
+    """Take an abandoned attempt's outcome. Unretrieved, asyncio logs its exception with the
+    traceback when the task is collected, and MLflow's text quotes the tracking URI's password."""
+    if not attempt.cancelled():
+        attempt.exception()
+
+
 class Reloader:
     def __init__(
         self,
@@ -41,6 +48,9 @@ class Reloader:
         attempt = asyncio.ensure_future(asyncio.to_thread(self.store.refresh))
         try:
             changed, message = await asyncio.wait_for(asyncio.shield(attempt), self.timeout)
+        except asyncio.CancelledError:  # shutdown: the thread runs on, nobody awaits its result
+            attempt.add_done_callback(_settle)
+            raise
         except TimeoutError:
             attempt.add_done_callback(self._finished_late)
             error = TimeoutError(f"the registry did not answer within {self.timeout:g} s")

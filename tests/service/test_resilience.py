@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 import sys
 import threading
@@ -20,6 +21,7 @@ import pytest
 
 from service.batching import Batcher, QueueFullError, ShuttingDownError
 from service.metrics import ServiceMetrics
+from service.reloader import Reloader
 from tests.conftest import free_port
 from tests.servers import running
 from tests.service.conftest import live_server, serving
@@ -55,6 +57,33 @@ def test_the_queue_bound_counts_windows_and_shutdown_answers_every_waiting_calle
             batcher.enqueue(model, np.zeros((1, 14, 1)), None, False)
 
     asyncio.run(scenario())
+
+
+def test_a_load_abandoned_at_shutdown_reports_nothing_with_the_password():
+    """Shutdown cancels the loader while a load's thread still waits on the registry. The thread's
+    later failure must be taken, not left to asyncio's "Task exception was never retrieved" report,
+    whose traceback quotes the tracking URI with its password."""
+
+    class RegistryFailingLater:
+        current = None
+
+        def refresh(self) -> tuple[bool, str]:
+            time.sleep(0.3)
+            raise RuntimeError("API request to http://alice:hunter2@127.0.0.1:1/api failed")
+
+    reports: list[dict] = []
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reports.append(context))
+        reloader = Reloader(RegistryFailingLater(), ServiceMetrics(), interval=0, timeout=5)
+        reloader.start()
+        await asyncio.sleep(0.05)  # the first load is in its thread
+        await reloader.stop()
+        await asyncio.sleep(0.6)  # the thread fails after the loader is gone
+        gc.collect()
+
+    asyncio.run(scenario())
+    assert reports == []
 
 
 def test_a_dead_batcher_turns_readiness_503_and_is_restarted(model_store):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import socket
 import time
 
 import pytest
 
-from service.redaction import redact
+from service.redaction import RedactingFormatter, redact, redact_handlers
 from tests.service.conftest import live_server, serving
 from tests.service.test_http import window
 
@@ -30,6 +32,32 @@ BODY = {"series": [{"values": window(14)}]}
 )
 def test_redact_hides_credentials_in_uris_and_query_strings(text, expected):
     assert redact(text) == expected
+
+
+def test_every_log_line_is_redacted_traceback_included():
+    """A library's exception quotes the URI it called; the traceback repeats it. The service wraps
+    each handler's formatter, so neither reaches the log."""
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.redaction")
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        redact_handlers(logger)
+        redact_handlers(logger)  # once is enough: no formatter wrapped twice
+        try:
+            raise RuntimeError("API request to http://alice:hunter2@mlflow:5000/api failed")
+        except RuntimeError:
+            logger.exception("could not reach %s", "postgresql://bob:s3cr3t@db/log")
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "Traceback" in text and "raise RuntimeError" in text
+    assert "ERROR could not reach postgresql://***@db/log" in text
+    assert "http://***@mlflow:5000/api" in text
+    assert "hunter2" not in text and "s3cr3t" not in text and "alice" not in text
+    assert not isinstance(handler.formatter.inner, RedactingFormatter)
 
 
 def test_admin_endpoints_are_off_without_a_key_and_need_it_with_one(model_store):
