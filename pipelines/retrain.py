@@ -26,7 +26,7 @@ from pipelines.evaluate import resolve_model_uri
 from pipelines.monitor import read_monitor
 from pipelines.registry import load_predictor
 from pipelines.train import TrainingOutcome, run_training
-from service.forecast_log import actuals, connect, forecast_steps
+from service.forecast_log import actuals, connect, forecasts
 from service.model_store import ALIAS_URI
 from service.redaction import redact
 from service.settings import ServiceSettings
@@ -55,7 +55,7 @@ def logged_series(engine: Engine, model_name: str) -> str:
     """The one series the model's logged forecasts name (else say which to choose from)."""
     with engine.connect() as connection:
         names = connection.execute(
-            select(forecast_steps.c.series_id).where(forecast_steps.c.model_name == model_name).distinct()
+            select(forecasts.c.series_id).where(forecasts.c.model_name == model_name).distinct()
         ).scalars()
         names = sorted(names)
     if not names:

@@ -16,7 +16,6 @@ actuals arrive does not matter."""
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import queue
 import threading
@@ -24,6 +23,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,6 +43,7 @@ from sqlalchemy import (
     delete,
     event,
     func,
+    inspect,
     make_url,
     select,
 )
@@ -60,12 +61,13 @@ log = logging.getLogger("service.forecast_log")
 
 metadata = MetaData()
 
-# One row per forecast step: what was forecast for ``target_time`` from the window ending at
-# ``origin``, by which model, beside the naive and seasonal-naive forecasts of that same window.
-forecast_steps = Table(
-    "forecast_steps",
+# One row per answered forecast of one series: which model made it, from the window ending at
+# ``origin``, with that window's MASE scale. Its horizon steps are rows of ``forecast_steps``.
+ID = BigInteger().with_variant(Integer, "sqlite")
+forecasts = Table(
+    "forecasts",
     metadata,
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("id", ID, primary_key=True, autoincrement=True),
     Column("request_id", String(32), nullable=False),
     Column("series_id", String(200), nullable=False),
     Column("role", String(16), nullable=False),  # champion (answered) or challenger (shadow)
@@ -73,25 +75,36 @@ forecast_steps = Table(
     Column("model_version", String(50), nullable=False),
     Column("model_alias", String(100), nullable=False),
     Column("origin", DateTime, nullable=False),  # the window's last timestamp
+    Column("horizon", Integer, nullable=False),  # how many steps it has in forecast_steps
+    Column("level", Float),  # the nominal level of its interval bounds, when it has them
+    Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
+    Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
+)
+# One row per horizon step: what was forecast for ``target_time``, beside the naive and
+# seasonal-naive forecasts of the same window. Slim on purpose, it takes H rows per forecast: the
+# forecast's own columns live once in ``forecasts`` (``forecast_id`` is its id; no foreign-key
+# constraint, PostgreSQL would check it row by row). The index finds the steps an actual resolves.
+forecast_steps = Table(
+    "forecast_steps",
+    metadata,
+    Column("forecast_id", ID, nullable=False),
     Column("step", Integer, nullable=False),  # 1..H
     Column("target_time", DateTime, nullable=False),
     Column("forecast", Float, nullable=False),
     Column("lower", Float),  # the model's first interval level, when it has one
     Column("upper", Float),
-    Column("level", Float),
     Column("naive", Float, nullable=False),
     Column("seasonal_naive", Float),  # when the look-back holds a whole season
-    Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
-    Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
-    Index("ix_forecast_steps_series_time", "series_id", "target_time"),
+    Index("ix_forecast_steps_target_time", "target_time"),
 )
-# Retention deletes by logged_at. PostgreSQL gets a BRIN index on it (rows arrive in logged_at
-# order, so a block range summary finds them at next to no cost per insert); SQLite gets none (a
-# B-tree index cost every insert a fifth more CPU), prune() finds the range by id there.
-Index("ix_forecast_steps_logged_brin", forecast_steps.c.logged_at, postgresql_using="brin").ddl_if(
+# Retention deletes by logged_at, and steps by forecast id. PostgreSQL gets BRIN indexes for both
+# (rows arrive in that order, so block range summaries find them at next to no cost per insert).
+# SQLite gets none (a B-tree index cost every insert a fifth more CPU): prune() bounds its deletes
+# by id there.
+Index("ix_forecasts_logged_brin", forecasts.c.logged_at, postgresql_using="brin").ddl_if(dialect="postgresql")
+Index("ix_forecast_steps_forecast_brin", forecast_steps.c.forecast_id, postgresql_using="brin").ddl_if(
     dialect="postgresql"
 )
-OLD_INDEXES = ("ix_forecast_steps_logged",)  # B-trees of earlier versions, dropped on start
 
 actuals = Table(
     "actuals",
@@ -141,15 +154,28 @@ def create_tables(engine: Engine) -> None:
     with _creating:
         if engine in _created:
             return
+        refuse_an_earlier_layout(engine)
         try:
             metadata.create_all(engine)
         except Exception:
             time.sleep(0.2)
             metadata.create_all(engine)  # checkfirst: the tables another process made are kept
-        with engine.begin() as connection:
-            for name in OLD_INDEXES:
-                connection.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
         _created.add(engine)
+
+
+def refuse_an_earlier_layout(engine: Engine) -> None:
+    """A log written by an earlier version kept every column on each step row. Its rows cannot be
+    read as forecasts of this layout, and quietly renaming or rewriting someone's table is worse
+    than saying so."""
+    inspector = inspect(engine)
+    if not inspector.has_table("forecast_steps"):
+        return
+    if "forecast_id" not in {column["name"] for column in inspector.get_columns("forecast_steps")}:
+        raise RuntimeError(
+            f"the forecast log {redact(str(engine.url))} was written by an earlier version of the "
+            "service (one row per step, no forecasts table): point FORECAST_LOG_URL at a new "
+            "database, or move its forecast_steps table away"
+        )
 
 
 @dataclass
@@ -171,10 +197,81 @@ class ForecastRecord:
     levels: list[float]  # the model's interval levels
 
 
-STEP_COLUMNS = (
-    "request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin", "step",
-    "target_time", "forecast", "lower", "upper", "level", "naive", "seasonal_naive", "scale", "logged_at",
+FORECAST_COLUMNS = (
+    "request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin", "horizon",
+    "level", "scale", "logged_at",
 )  # fmt: skip
+STEP_COLUMNS = ("forecast_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive")
+
+
+@dataclass
+class StepColumns:
+    """The step rows of forecasts of one shape, column by column, (steps,) each; ``owner`` is the
+    position of each step's forecast in the batch (the database numbers the forecasts later)."""
+
+    owner: np.ndarray
+    step: np.ndarray
+    target_time: np.ndarray  # datetime64[us]
+    forecast: np.ndarray
+    lower: np.ndarray | None  # None: the model has no interval
+    upper: np.ndarray | None
+    naive: np.ndarray
+    seasonal_naive: np.ndarray | None  # None: the look-back holds no whole season
+
+    def rows(self, ids: np.ndarray, dialect: str) -> list[tuple]:
+        """Rows (STEP_COLUMNS) of Python values, given the ids the batch's forecasts got."""
+        absent = [None] * len(self.owner)
+        values = (
+            ids[self.owner].tolist(),
+            self.step.tolist(),
+            sql_times(self.target_time, dialect),
+            *(absent if column is None else column.tolist() for column in self.values()),
+        )
+        return list(zip(*values, strict=True))
+
+    def values(self) -> tuple[np.ndarray | None, ...]:
+        return self.forecast, self.lower, self.upper, self.naive, self.seasonal_naive
+
+    def pg_binary(self, ids: np.ndarray) -> bytes:
+        """The rows as PostgreSQL's binary COPY tuples, built by numpy in one pass: per row a
+        field count, then per field its byte length (-1: NULL) and big-endian value."""
+        columns = [(">i8", ids[self.owner]), (">i4", self.step), (">i8", pg_timestamps(self.target_time))]
+        columns += [(">f8", column) for column in self.values()]
+        layout: list[tuple[str, str]] = [("fields", ">i2")]
+        for i, (kind, column) in enumerate(columns):
+            layout.append((f"length{i}", ">i4"))
+            if column is not None:
+                layout.append((f"value{i}", kind))
+        out = np.empty(len(self.owner), dtype=np.dtype(layout))
+        out["fields"] = len(columns)
+        for i, (kind, column) in enumerate(columns):
+            out[f"length{i}"] = -1 if column is None else np.dtype(kind).itemsize
+            if column is not None:
+                out[f"value{i}"] = column
+        return out.tobytes()
+
+
+PG_EPOCH = np.datetime64("2000-01-01T00:00:00", "us")
+PG_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # no flags, no header extension
+PG_COPY_TRAILER = b"\xff\xff"
+
+
+def pg_timestamps(times: np.ndarray) -> np.ndarray:
+    """datetime64[us] -> PostgreSQL's binary timestamp: microseconds since 2000-01-01."""
+    return (times.astype("datetime64[us]") - PG_EPOCH).astype(np.int64)
+
+
+@dataclass
+class Rows:
+    """A batch's rows: a forecast per series (FORECAST_COLUMNS, no id yet) and their steps."""
+
+    forecasts: list[tuple]
+    steps: list[StepColumns]
+
+    def step_rows(self, ids: np.ndarray, dialect: str) -> list[tuple]:
+        if len(self.steps) == 1:  # the usual batch: one shape
+            return self.steps[0].rows(ids, dialect)
+        return [row for block in self.steps for row in block.rows(ids, dialect)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -197,8 +294,8 @@ def origins_of(first_steps: np.ndarray, frequency: str) -> np.ndarray:
     return (pd.DatetimeIndex(first_steps) - step).to_numpy().astype("datetime64[us]")  # calendar steps
 
 
-def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str) -> list[tuple]:
-    """The rows (STEP_COLUMNS order) of a batch of records: one per series and horizon step.
+def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str) -> Rows:
+    """The rows of a batch of records: a forecast per series, a step per series and horizon step.
     Records of the same shape (frequency, horizon, look-back, interval level: in practice all of
     them) are stacked and built together, column by column with numpy: this runs for every
     answered forecast, in a thread that shares the interpreter with the event loop."""
@@ -208,12 +305,19 @@ def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str)
         key = (record.frequency, record.mean.shape[1], record.past_target.shape[1], level)
         groups.setdefault(key, []).append(record)
     logged = sql_times(np.array([logged_at], dtype="datetime64[us]"), dialect)[0]
-    return [row for group in groups.values() for row in group_rows(group, logged, dialect)]
+    batch = Rows([], [])
+    for group in groups.values():
+        headers, steps = group_rows(group, logged, dialect)
+        steps.owner += len(batch.forecasts)
+        batch.forecasts.extend(headers)
+        batch.steps.append(steps)
+    return batch
 
 
-def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> list[tuple]:
-    """Rows of records of one shape, with the baselines of each window (forecaster.baselines, the
-    functions `forecast evaluate` scores with, so live and offline figures agree)."""
+def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> tuple[list[tuple], StepColumns]:
+    """The forecast rows and step columns of records of one shape, with the baselines of each
+    window (forecaster.baselines, the functions `forecast evaluate` scores with, so live and
+    offline figures agree)."""
     first = group[0]
     past = np.concatenate([r.past_target for r in group])  # (n, L)
     mean = np.concatenate([r.mean for r in group])  # (n, H)
@@ -226,41 +330,29 @@ def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> lis
     if level is not None:
         quantiles = interval_quantiles(level)
         if all(q in r.quantiles for r in group for q in quantiles):
-            bounds = [np.concatenate([r.quantiles[q] for r in group]) for q in quantiles]
+            bounds = [np.concatenate([r.quantiles[q] for r in group]).ravel() for q in quantiles]
         else:
             level = None
     targets = np.concatenate([np.stack(r.future_times) for r in group]).astype("datetime64[us]")  # (n, H)
-    origins = origins_of(targets[:, 0], first.frequency)  # the windows' last timestamps
-    lower, upper = (itertools.repeat(None) if b is None else np.ravel(b).tolist() for b in bounds)
-
-    def per_step(values: list) -> list:  # one value per series -> one per series and step
-        return [value for value in values for _ in range(horizon)]
-
-    def per_series(attribute: str) -> list:
-        return per_step([getattr(r, attribute) for r in group for _ in r.series_ids])
-
-    return list(
-        zip(
-            per_series("request_id"),
-            per_step([series_id for r in group for series_id in r.series_ids]),
-            per_series("role"),
-            per_series("model_name"),
-            per_series("model_version"),
-            per_series("model_alias"),
-            per_step(sql_times(origins, dialect)),
-            np.tile(np.arange(1, horizon + 1), n).tolist(),
-            sql_times(targets.ravel(), dialect),
-            np.ravel(mean).tolist(),
-            lower,
-            upper,
-            itertools.repeat(level),
-            np.ravel(naive).tolist(),
-            itertools.repeat(None) if seasonal is None else np.ravel(seasonal).tolist(),
-            np.repeat(window_scales(past, period), horizon).tolist(),
-            itertools.repeat(logged),
-            strict=False,  # the repeats are endless
-        )
+    origins = sql_times(origins_of(targets[:, 0], first.frequency), dialect)  # the windows' last timestamps
+    series = [(r, series_id) for r in group for series_id in r.series_ids]
+    scales = window_scales(past, period).tolist()
+    headers = [
+        (r.request_id, series_id, r.role, r.model_name, r.model_version, r.model_alias, origin, horizon,
+         level, scale, logged)
+        for (r, series_id), origin, scale in zip(series, origins, scales, strict=True)
+    ]  # fmt: skip
+    steps = StepColumns(
+        owner=np.repeat(np.arange(n), horizon),
+        step=np.tile(np.arange(1, horizon + 1), n),
+        target_time=targets.ravel(),
+        forecast=np.asarray(mean, dtype=np.float64).ravel(),
+        lower=bounds[0],
+        upper=bounds[1],
+        naive=np.asarray(naive, dtype=np.float64).ravel(),
+        seasonal_naive=None if seasonal is None else np.asarray(seasonal, dtype=np.float64).ravel(),
     )
+    return headers, steps
 
 
 def window_scales(past: np.ndarray, period: int) -> np.ndarray:
@@ -285,31 +377,71 @@ def sql_times(times: np.ndarray, dialect: str) -> list:
     return text.tolist()
 
 
-# The PostgreSQL types of STEP_COLUMNS, for binary COPY: psycopg then dumps each value with the
+# The PostgreSQL types of the forecasts' columns, for binary COPY: psycopg then dumps each value with the
 # column's own C dumper instead of looking one up per value.
-STEP_TYPES = (
-    "text", "text", "text", "text", "text", "text", "timestamp", "int4",
-    "timestamp", "float8", "float8", "float8", "float8", "float8", "float8", "float8", "timestamp",
+FORECAST_TYPES = (
+    "int8", "text", "text", "text", "text", "text", "text", "timestamp", "int4", "float8", "float8",
+    "timestamp",
 )  # fmt: skip
 
 
-def insert_steps(connection: Connection, rows: list[tuple]) -> None:
-    """Rows straight to the driver, bypassing SQLAlchemy's per-row parameter processing (it cost
-    more than the rest of the log's work put together). On PostgreSQL through psycopg 3 a binary
-    COPY: with an executemany of 24 rows per forecast the writer thread cost 4-5x the CPU
-    (benchmarks/forecast_log_bench.py: 721 vs 130-164 us per forecast). Elsewhere one executemany."""
-    columns = ", ".join(STEP_COLUMNS)
-    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
-        driver = connection.connection.driver_connection  # psycopg 3's own connection
-        statement = f"COPY forecast_steps ({columns}) FROM STDIN (FORMAT BINARY)"
-        with driver.cursor() as cursor, cursor.copy(statement) as copy:
-            copy.set_types(STEP_TYPES)
-            for row in rows:
-                copy.write_row(row)
+def insert_rows(connection: Connection, rows: Rows) -> None:
+    """A batch's rows straight to the driver, bypassing SQLAlchemy's per-row parameter processing
+    (it cost more than the rest of the log's work put together).
+
+    The forecasts are numbered first, so their steps can name them: PostgreSQL hands out the ids
+    from the table's sequence (other workers may take ids meanwhile); SQLite numbers each new row
+    one past the largest id, and the transaction holds the only write lock from its first insert,
+    so this batch's forecasts got the last ``len(rows.forecasts)`` ids, in order.
+
+    Through psycopg 3 the rows go by binary COPY, the steps as one buffer numpy built: an
+    executemany of 24 rows per forecast cost the writer thread 4-5x the CPU
+    (benchmarks/forecast_log_bench.py)."""
+    if not rows.forecasts:
         return
+    dialect = connection.dialect
+    if dialect.name == "postgresql":
+        ids = np.array(
+            connection.exec_driver_sql(
+                "SELECT nextval(pg_get_serial_sequence('forecasts', 'id')) FROM generate_series(1, %(n)s)",
+                {"n": len(rows.forecasts)},
+            ).scalars().all()
+        )  # fmt: skip
+        forecast_rows = [(id_, *row) for id_, row in zip(ids.tolist(), rows.forecasts, strict=True)]
+        if dialect.driver == "psycopg":
+            copy_to_postgres(connection.connection.driver_connection, forecast_rows, rows.steps, ids)
+            return
+        insert_many(connection, "forecasts", ("id", *FORECAST_COLUMNS), forecast_rows)
+    elif dialect.name == "sqlite":
+        insert_many(connection, "forecasts", FORECAST_COLUMNS, rows.forecasts)
+        newest = connection.exec_driver_sql("SELECT max(id) FROM forecasts").scalar_one()
+        ids = np.arange(newest - len(rows.forecasts) + 1, newest + 1)
+    else:
+        raise RuntimeError(f"the forecast log supports SQLite and PostgreSQL, not {dialect.name}")
+    insert_many(connection, "forecast_steps", STEP_COLUMNS, rows.step_rows(ids, dialect.name))
+
+
+def copy_to_postgres(
+    driver: Any, forecast_rows: list[tuple], steps: list[StepColumns], ids: np.ndarray
+) -> None:
+    """Binary COPY through psycopg 3's own connection: the forecasts row by row with their
+    column types declared, the steps as one buffer numpy built."""
+    forecast_columns = ", ".join(("id", *FORECAST_COLUMNS))
+    step_columns = ", ".join(STEP_COLUMNS)
+    with driver.cursor() as cursor:
+        with cursor.copy(f"COPY forecasts ({forecast_columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(FORECAST_TYPES)
+            for row in forecast_rows:
+                copy.write_row(row)
+        body = b"".join(block.pg_binary(ids) for block in steps)
+        with cursor.copy(f"COPY forecast_steps ({step_columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.write(PG_COPY_SIGNATURE + body + PG_COPY_TRAILER)
+
+
+def insert_many(connection: Connection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
     marker = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    markers = ", ".join([marker] * len(STEP_COLUMNS))
-    connection.exec_driver_sql(f"INSERT INTO forecast_steps ({columns}) VALUES ({markers})", rows)
+    markers = ", ".join([marker] * len(columns))
+    connection.exec_driver_sql(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({markers})", rows)
 
 
 class LogHealth:
@@ -405,7 +537,7 @@ class ForecastLog(QueueWorker[ForecastRecord]):
             now, dialect = utc_now(), self.engine.dialect.name
             rows = batch_rows(records, now, dialect)
             with self.engine.begin() as connection:
-                insert_steps(connection, rows)
+                insert_rows(connection, rows)
             self._prune_now_and_then()
         except Exception as exc:  # the log must never take the service down: count, keep, back off
             self.health.failed += forecasts
@@ -437,28 +569,60 @@ class ForecastLog(QueueWorker[ForecastRecord]):
 
 
 def prune(engine: Engine, retention: timedelta, max_steps: int) -> None:
-    """Delete forecast steps and actuals logged longer ago than ``retention``, and the oldest steps
-    beyond ``max_steps``. Whatever the ids, a step is deleted for its age only when its own
-    ``logged_at`` is past the cut-off: a batch another worker commits meanwhile, or one stamped
-    by a clock running ahead, loses nothing it should keep."""
+    """Delete forecasts (with their steps) and actuals logged longer ago than ``retention``, and
+    the oldest forecasts beyond ``max_steps`` steps in all. Whatever the ids, a forecast is deleted
+    for its age only when its own ``logged_at`` is past the cut-off: a batch another worker
+    commits meanwhile, or one stamped by a clock running ahead, loses nothing it should keep."""
     cutoff = utc_now() - retention
-    s = forecast_steps
+    f = forecasts
     with engine.begin() as connection:
         connection.execute(delete(actuals).where(actuals.c.received_at < cutoff))
-        expired = s.c.logged_at < cutoff
         if connection.dialect.name == "sqlite":
             # no index on logged_at: bound the scan by id. One database file, one clock, one
-            # writer at a time: ids grow with logged_at, so the expired rows lie below the
-            # oldest row still kept (found walking up from the oldest id, the rows to delete)
+            # writer at a time: ids grow with logged_at, so the expired forecasts are those below
+            # the oldest one still kept (found walking up from the oldest id, over them)
             first_kept = connection.execute(
-                select(s.c.id).where(s.c.logged_at >= cutoff).order_by(s.c.id).limit(1)
+                select(f.c.id).where(f.c.logged_at >= cutoff).order_by(f.c.id).limit(1)
             ).scalar()
-            if first_kept is not None:
-                expired = expired & (s.c.id < first_kept)
-        connection.execute(delete(s).where(expired))
-        newest = connection.execute(select(func.max(s.c.id))).scalar()
-        if newest is not None and newest > max_steps:
-            connection.execute(delete(s).where(s.c.id <= newest - max_steps))
+            delete_forecasts(connection, below=first_kept, expired=None)
+        else:
+            delete_forecasts(connection, below=None, expired=f.c.logged_at < cutoff)
+        beyond_cap = select(
+            f.c.id, func.sum(f.c.horizon).over(order_by=f.c.id.desc()).label("newer")
+        ).subquery()
+        last_deleted = connection.execute(
+            select(func.max(beyond_cap.c.id)).where(beyond_cap.c.newer > max_steps)
+        ).scalar()
+        if last_deleted is not None:
+            delete_forecasts(connection, below=last_deleted + 1, expired=None)
+
+
+def delete_forecasts(connection: Connection, below: int | None, expired: object) -> None:
+    """Delete the forecasts with an id below ``below`` (None: any id) that match ``expired`` (a
+    condition; None: all of them), and their steps.
+
+    SQLite is given only ``below`` (every forecast under it is to go): its steps have no index on
+    ``forecast_id``, but their row ids grow with it (a batch's steps are written after its
+    forecasts, under the one write lock), so the delete is bounded by the row id of the first
+    step of a kept forecast, found walking up from the oldest step, over the ones to delete."""
+    f, s = forecasts, forecast_steps
+    if connection.dialect.name == "sqlite":
+        if below is None:
+            below = (connection.execute(select(func.max(f.c.id))).scalar() or 0) + 1
+        first_kept = connection.exec_driver_sql(
+            "SELECT rowid FROM forecast_steps WHERE forecast_id >= ? ORDER BY rowid LIMIT 1", (below,)
+        ).scalar()
+        bounded = "" if first_kept is None else f" AND rowid < {int(first_kept)}"
+        connection.exec_driver_sql(f"DELETE FROM forecast_steps WHERE forecast_id < ?{bounded}", (below,))
+        connection.execute(delete(f).where(f.c.id < below))
+        return
+    chosen = select(f.c.id)
+    if below is not None:
+        chosen = chosen.where(f.c.id < below)
+    if expired is not None:
+        chosen = chosen.where(expired)  # type: ignore[arg-type]
+    connection.execute(delete(s).where(s.c.forecast_id.in_(chosen)))
+    connection.execute(delete(f).where(f.c.id.in_(chosen)))
 
 
 def upsert_actuals(engine: Engine, rows: list[dict]) -> None:
@@ -492,7 +656,7 @@ def resolved_count(engine: Engine, rows: list[dict]) -> int:
         for series_id, times in by_series.items():
             total += connection.execute(
                 select(func.count())
-                .select_from(forecast_steps)
-                .where(forecast_steps.c.series_id == series_id, forecast_steps.c.target_time.in_(times))
+                .select_from(forecast_steps.join(forecasts, forecasts.c.id == forecast_steps.c.forecast_id))
+                .where(forecasts.c.series_id == series_id, forecast_steps.c.target_time.in_(times))
             ).scalar_one()
     return total

@@ -29,7 +29,7 @@ from sqlalchemy import Engine, func, select
 
 from forecaster.conformal import coverage
 from forecaster.metrics import mae, mase, rmse
-from service.forecast_log import actuals, create_tables, forecast_steps
+from service.forecast_log import actuals, create_tables, forecast_steps, forecasts
 
 OK, DEGRADED, INSUFFICIENT = "ok", "degraded", "insufficient data"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -56,37 +56,39 @@ def resolved_steps(engine: Engine, window: int) -> pd.DataFrame:
     """The last ``window`` resolved steps of each (role, model name, version), newest first, with
     the actual beside each forecast."""
     create_tables(engine)
-    s, a = forecast_steps, actuals
+    f, s, a = forecasts, forecast_steps, actuals
     recency = (
         func.row_number()
         .over(
-            partition_by=(s.c.role, s.c.model_name, s.c.model_version),
-            order_by=(s.c.target_time.desc(), s.c.id.desc()),
+            partition_by=(f.c.role, f.c.model_name, f.c.model_version),
+            order_by=(s.c.target_time.desc(), f.c.id.desc()),
         )
         .label("recency")
     )
     joined = (
         select(
-            s.c.id,
-            s.c.role,
-            s.c.model_name,
-            s.c.model_version,
-            s.c.model_alias,
-            s.c.series_id,
-            s.c.origin,
+            f.c.id,
+            f.c.role,
+            f.c.model_name,
+            f.c.model_version,
+            f.c.model_alias,
+            f.c.series_id,
+            f.c.origin,
             s.c.step,
             s.c.target_time,
             s.c.forecast,
             s.c.lower,
             s.c.upper,
-            s.c.level,
+            f.c.level,
             s.c.naive,
             s.c.seasonal_naive,
-            s.c.scale,
+            f.c.scale,
             a.c.value.label("actual"),
             recency,
         )
-        .join(a, (a.c.series_id == s.c.series_id) & (a.c.time == s.c.target_time))
+        .select_from(s)
+        .join(f, f.c.id == s.c.forecast_id)
+        .join(a, (a.c.series_id == f.c.series_id) & (a.c.time == s.c.target_time))
         .subquery()
     )
     query = (

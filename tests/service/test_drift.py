@@ -157,8 +157,9 @@ def resolved_since(tmp_path: Path, day: str) -> int:
 
     with sqlite3.connect(tmp_path / "forecasts.db") as db:
         (count,) = db.execute(
-            "SELECT count(*) FROM forecast_steps s JOIN actuals a ON a.series_id = s.series_id "
-            "AND a.time = s.target_time WHERE s.target_time >= ?",
+            "SELECT count(*) FROM forecast_steps s JOIN forecasts f ON f.id = s.forecast_id "
+            "JOIN actuals a ON a.series_id = f.series_id AND a.time = s.target_time "
+            "WHERE s.target_time >= ?",
             (f"{day} 00:00:00.000000",),
         ).fetchone()
     return count

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from pipelines.config import load_run_config
 from pipelines.train import run_training
-from service.forecast_log import connect, forecast_steps
+from service.forecast_log import connect, forecast_steps, forecasts
 from tests.service.conftest import serving
 
 LOOKBACK, HORIZON = 14, 4
@@ -174,10 +174,11 @@ def logged_forecasts(log_url: str) -> dict[tuple[str, str], list[float]]:
     engine = connect(log_url)
     try:
         with engine.connect() as connection:
+            f, s = forecasts, forecast_steps
             rows = connection.execute(
-                select(forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.forecast).order_by(
-                    forecast_steps.c.role, forecast_steps.c.series_id, forecast_steps.c.step
-                )
+                select(f.c.role, f.c.series_id, s.c.forecast)
+                .join_from(s, f, f.c.id == s.c.forecast_id)
+                .order_by(f.c.role, f.c.series_id, s.c.step)
             ).all()
     finally:
         engine.dispose()

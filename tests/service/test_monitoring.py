@@ -8,13 +8,13 @@ import os
 import socket
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pytest
-from sqlalchemy import inspect, select
+from sqlalchemy import func, inspect, select
 
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
@@ -23,11 +23,14 @@ from pipelines.config import load_run_config
 from pipelines.registry import load_predictor
 from pipelines.train import run_training
 from service.forecast_log import (
+    ForecastRecord,
     actuals,
+    batch_rows,
     connect,
     create_tables,
     forecast_steps,
-    metadata,
+    forecasts,
+    insert_rows,
     prune,
     utc_now,
 )
@@ -274,34 +277,101 @@ def test_without_a_log_actuals_and_monitor_say_how_to_turn_it_on(monitored):
     assert "forecast_log" not in ready
 
 
-def logged_steps(engine, ages_in_days: list[float]) -> None:
-    """One forecast step per age, inserted in this order (ids grow along the list)."""
+def logged_forecasts(engine, ages_in_days: list[float], horizon: int = 1) -> None:
+    """One forecast of ``horizon`` steps per age, inserted in this order (ids grow along the list),
+    as the writer does it."""
     now = utc_now()
-    step = {
-        "request_id": "r", "series_id": "s", "role": "champion", "model_name": "m", "model_version": "1",
-        "model_alias": "champion", "origin": now, "step": 1, "target_time": now, "forecast": 1.0, "naive": 1.0,
-        "scale": 1.0,
-    }  # fmt: skip
+    records = [forecast_record(horizon) for _ in ages_in_days]
     with engine.begin() as connection:
-        connection.execute(
-            forecast_steps.insert(),
-            [{**step, "logged_at": now - timedelta(days=age)} for age in ages_in_days],
-        )
+        for age, record in zip(ages_in_days, records, strict=True):
+            insert_rows(connection, batch_rows([record], now - timedelta(days=age), engine.dialect.name))
+
+
+def forecast_record(horizon: int) -> ForecastRecord:
+    first = np.datetime64("2024-01-01T00:00", "us")
+    return ForecastRecord(
+        "r", "champion", "m", "1", "champion", "h", ["s"], np.arange(48.0)[None, :],
+        [first + np.arange(horizon) * np.timedelta64(1, "h")], np.ones((1, horizon)), {}, [],
+    )  # fmt: skip
 
 
 def kept_ages(engine) -> list[int]:
+    """The ages of the forecasts kept, by id; every step kept belongs to one of them."""
     now = utc_now()
+    f, s = forecasts, forecast_steps
     with engine.connect() as connection:
-        stamps = connection.execute(
-            select(forecast_steps.c.logged_at).order_by(forecast_steps.c.id)
-        ).scalars()
-        return [round((now - stamp) / timedelta(days=1)) for stamp in stamps]
+        stamps = connection.execute(select(f.c.logged_at).order_by(f.c.id)).scalars().all()
+        orphans = connection.execute(
+            select(func.count()).select_from(s).where(s.c.forecast_id.not_in(select(f.c.id)))
+        ).scalar_one()
+        steps = connection.execute(select(func.count()).select_from(s)).scalar_one()
+    assert orphans == 0
+    assert steps == expected_steps(engine)
+    return [round((now - stamp) / timedelta(days=1)) for stamp in stamps]
+
+
+def expected_steps(engine) -> int:
+    """Steps the kept forecasts should have: their horizons summed."""
+    with engine.connect() as connection:
+        return connection.execute(select(func.coalesce(func.sum(forecasts.c.horizon), 0))).scalar_one()
+
+
+def test_a_batch_of_mixed_shapes_reads_back_exactly_as_it_was_forecast(log_url):
+    """The writer's two paths (SQLite's executemany, PostgreSQL's binary COPY built by numpy) on
+    one batch of two shapes: an hourly two-series request with a 90% interval, then a daily one
+    without interval or whole season. Every value, time and NULL comes back where it belongs."""
+    hours = np.datetime64("2024-03-01T05:00", "us") + np.arange(3) * np.timedelta64(1, "h")
+    days = np.datetime64("1999-12-30T00:00", "us") + np.arange(2) * np.timedelta64(1, "D")
+    hourly = ForecastRecord(
+        "a" * 32, "champion", "m", "7", "champion", "h", ["north", "south"],
+        np.array([np.arange(30.0), np.arange(30.0) * 2]), [hours, hours + np.timedelta64(1, "h")],
+        np.array([[1.5, 2.5, 3.5], [-1.0, 0.0, 1e-300]]),
+        {0.05: np.full((2, 3), -9.0), 0.95: np.full((2, 3), 9.0)}, [0.9],
+    )  # fmt: skip
+    daily = ForecastRecord(
+        "b" * 32, "challenger", "m", "8", "", "D", ["west"], np.array([[4.0, 6.0, 5.0]]), [days],
+        np.array([[7.25, 8.125]]), {}, [],
+    )  # fmt: skip
+    engine = connect(log_url)
+    create_tables(engine)
+    with engine.begin() as connection:
+        insert_rows(connection, batch_rows([hourly, daily], utc_now(), engine.dialect.name))
+    f, s = forecasts, forecast_steps
+    with engine.connect() as connection:
+        heads = connection.execute(
+            select(f.c.series_id, f.c.role, f.c.model_version, f.c.origin, f.c.horizon, f.c.level).order_by(
+                f.c.id
+            )
+        ).all()
+        steps = connection.execute(
+            select(f.c.series_id, s.c.step, s.c.target_time, s.c.forecast, s.c.lower, s.c.upper, s.c.naive,
+                   s.c.seasonal_naive)
+            .join_from(s, f, f.c.id == s.c.forecast_id)
+            .order_by(f.c.id, s.c.step)
+        ).all()  # fmt: skip
+    engine.dispose()
+    at = datetime.fromisoformat
+    assert [tuple(row) for row in heads] == [
+        ("north", "champion", "7", at("2024-03-01 04:00"), 3, 0.9),
+        ("south", "champion", "7", at("2024-03-01 05:00"), 3, 0.9),
+        ("west", "challenger", "8", at("1999-12-29 00:00"), 2, None),
+    ]
+    assert [tuple(row) for row in steps] == [
+        ("north", 1, at("2024-03-01 05:00"), 1.5, -9.0, 9.0, 29.0, 6.0),
+        ("north", 2, at("2024-03-01 06:00"), 2.5, -9.0, 9.0, 29.0, 7.0),
+        ("north", 3, at("2024-03-01 07:00"), 3.5, -9.0, 9.0, 29.0, 8.0),
+        ("south", 1, at("2024-03-01 06:00"), -1.0, -9.0, 9.0, 58.0, 12.0),
+        ("south", 2, at("2024-03-01 07:00"), 0.0, -9.0, 9.0, 58.0, 14.0),
+        ("south", 3, at("2024-03-01 08:00"), 1e-300, -9.0, 9.0, 58.0, 16.0),
+        ("west", 1, at("1999-12-30 00:00"), 7.25, None, None, 5.0, None),
+        ("west", 2, at("1999-12-31 00:00"), 8.125, None, None, 5.0, None),
+    ]
 
 
 def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(log_url):
     engine = connect(log_url)
     create_tables(engine)
-    logged_steps(engine, [100, 10, 5, 1, 0])
+    logged_forecasts(engine, [100, 10, 5, 1, 0], horizon=2)
     now = utc_now()
     with engine.begin() as connection:
         connection.execute(
@@ -316,7 +386,7 @@ def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_th
                 for age in (100, 1)
             ],
         )
-    prune(engine, timedelta(days=90), max_steps=3)
+    prune(engine, timedelta(days=90), max_steps=6)  # 3 forecasts of 2 steps
     with engine.connect() as connection:
         kept_actuals = connection.execute(select(actuals.c.time)).all()
     assert kept_ages(engine) == [5, 1, 0]
@@ -331,26 +401,51 @@ def test_retention_never_deletes_a_step_for_its_age_while_its_own_logged_at_is_r
     one clock), may keep it until the steps below it expire."""
     engine = connect(log_url)
     create_tables(engine)
-    logged_steps(engine, [1, 100, 0])
+    logged_forecasts(engine, [1, 100, 0], horizon=3)
     prune(engine, timedelta(days=90), max_steps=1000)
     kept = kept_ages(engine)
     assert kept == ([1, 0] if engine.dialect.name == "postgresql" else [1, 100, 0])
     engine.dispose()
 
 
-def test_an_index_of_an_earlier_version_on_logged_at_is_dropped(log_url):
-    """It cost every insert a fifth more CPU on SQLite: a database made by an earlier version
-    loses it when the service starts (PostgreSQL gets a BRIN index instead)."""
+def test_a_log_written_by_an_earlier_version_is_refused_by_name_and_left_as_it_was(log_url):
+    """The first layout kept every column on each step row: its rows cannot be read as this
+    layout's forecasts. The service says so (it shows in /readyz) and changes nothing."""
     engine = connect(log_url)
     with engine.begin() as connection:
-        metadata.create_all(connection)
-        connection.exec_driver_sql("CREATE INDEX ix_forecast_steps_logged ON forecast_steps (logged_at)")
+        connection.exec_driver_sql(
+            "CREATE TABLE forecast_steps (id INTEGER PRIMARY KEY, series_id VARCHAR(200), step INTEGER)"
+        )
+        connection.exec_driver_sql("INSERT INTO forecast_steps VALUES (1, 's', 1)")
+    with pytest.raises(RuntimeError, match="written by an earlier version of the service") as refused:
+        create_tables(engine)
+    assert "FORECAST_LOG_URL" in str(refused.value)
+    inspector = inspect(engine)
+    assert not inspector.has_table("forecasts")
+    assert [c["name"] for c in inspector.get_columns("forecast_steps")] == ["id", "series_id", "step"]
+    engine.dispose()
+
+
+def test_the_step_rows_stay_slim_and_retention_needs_no_btree_on_sqlite(log_url):
+    """Each of a forecast's H step rows costs every insert: the forecast's own columns live once
+    in `forecasts`. SQLite gets no index but the one an actual is resolved by (a B-tree on
+    logged_at cost every insert a fifth more CPU); PostgreSQL gets BRIN indexes for retention."""
+    engine = connect(log_url)
     create_tables(engine)
-    names = {index["name"] for index in inspect(engine).get_indexes("forecast_steps")}
-    expected = {"ix_forecast_steps_series_time"}
+    inspector = inspect(engine)
+    step_columns = [c["name"] for c in inspector.get_columns("forecast_steps")]
+    indexes = {
+        table: {index["name"] for index in inspector.get_indexes(table)}
+        for table in ("forecasts", "forecast_steps")
+    }
+    expected = {"forecasts": set(), "forecast_steps": {"ix_forecast_steps_target_time"}}
     if engine.dialect.name == "postgresql":
-        expected.add("ix_forecast_steps_logged_brin")
-    assert names == expected
+        expected["forecasts"].add("ix_forecasts_logged_brin")
+        expected["forecast_steps"].add("ix_forecast_steps_forecast_brin")
+    assert indexes == expected
+    assert step_columns == [
+        "forecast_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive",
+    ]  # fmt: skip
     engine.dispose()
 
 
