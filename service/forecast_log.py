@@ -510,10 +510,14 @@ class ForecastLog(QueueWorker[ForecastRecord]):
     def run(self) -> None:
         while True:
             records = [self.queue.get()]
-            deadline = time.monotonic() + self.wait_s  # a batch gathers company: fewer transactions
+            if records[0] is not None and self.queue.qsize() < self.batch:
+                # a batch gathers company while this thread sleeps: one wake-up per batch. Waiting
+                # on the queue instead woke it for every forecast, and each wake-up took the
+                # interpreter from the event loop
+                time.sleep(self.wait_s)
             while len(records) < self.batch and records[-1] is not None:
                 try:
-                    records.append(self.queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                    records.append(self.queue.get_nowait())
                 except queue.Empty:
                     break
             stop = any(record is None for record in records)
