@@ -62,7 +62,9 @@ log = logging.getLogger("service.forecast_log")
 metadata = MetaData()
 
 # One row per answered forecast of one series: which model made it, from the window ending at
-# ``origin``, with that window's MASE scale. Its horizon steps are rows of ``forecast_steps``.
+# ``origin``, with that window's MASE scale. Its horizon steps are rows of ``forecast_steps``, the
+# last one for ``last_target``: the index on (series_id, last_target) finds the forecasts an actual
+# can resolve (those of its series not over before it) with one entry per forecast, not per step.
 ID = BigInteger().with_variant(Integer, "sqlite")
 forecasts = Table(
     "forecasts",
@@ -75,36 +77,37 @@ forecasts = Table(
     Column("model_version", String(50), nullable=False),
     Column("model_alias", String(100), nullable=False),
     Column("origin", DateTime, nullable=False),  # the window's last timestamp
+    Column("last_target", DateTime, nullable=False),  # its last step's timestamp
     Column("horizon", Integer, nullable=False),  # how many steps it has in forecast_steps
     Column("level", Float),  # the nominal level of its interval bounds, when it has them
     Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
     Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
+    Index("ix_forecasts_series_last_target", "series_id", "last_target"),
 )
 # One row per horizon step: what was forecast for ``target_time``, beside the naive and
 # seasonal-naive forecasts of the same window. Slim on purpose, it takes H rows per forecast: the
 # forecast's own columns live once in ``forecasts`` (``forecast_id`` is its id; no foreign-key
-# constraint, PostgreSQL would check it row by row). The index finds the steps an actual resolves.
+# constraint, PostgreSQL would check it row by row). Keyed by (forecast_id, step) and, on SQLite,
+# stored in that order (WITHOUT ROWID): ids only grow, so every insert appends to the one B-tree
+# (an index on target_time, which takes steps in time order, cost SQLite's inserts 40% more CPU),
+# and a forecast's steps, or all steps below an id, are one range of it.
 forecast_steps = Table(
     "forecast_steps",
     metadata,
-    Column("forecast_id", ID, nullable=False),
-    Column("step", Integer, nullable=False),  # 1..H
+    Column("forecast_id", ID, primary_key=True, autoincrement=False),
+    Column("step", Integer, primary_key=True, autoincrement=False),  # 1..H
     Column("target_time", DateTime, nullable=False),
     Column("forecast", Float, nullable=False),
     Column("lower", Float),  # the model's first interval level, when it has one
     Column("upper", Float),
     Column("naive", Float, nullable=False),
     Column("seasonal_naive", Float),  # when the look-back holds a whole season
-    Index("ix_forecast_steps_target_time", "target_time"),
+    sqlite_with_rowid=False,
 )
-# Retention deletes by logged_at, and steps by forecast id. PostgreSQL gets BRIN indexes for both
-# (rows arrive in that order, so block range summaries find them at next to no cost per insert).
-# SQLite gets none (a B-tree index cost every insert a fifth more CPU): prune() bounds its deletes
-# by id there.
+# Retention deletes forecasts by logged_at: PostgreSQL gets a BRIN index for it (rows arrive in
+# that order, so block range summaries find them at next to no cost per insert). SQLite gets none
+# (a B-tree index cost every insert a fifth more CPU): prune() bounds its deletes by id there.
 Index("ix_forecasts_logged_brin", forecasts.c.logged_at, postgresql_using="brin").ddl_if(dialect="postgresql")
-Index("ix_forecast_steps_forecast_brin", forecast_steps.c.forecast_id, postgresql_using="brin").ddl_if(
-    dialect="postgresql"
-)
 
 actuals = Table(
     "actuals",
@@ -164,18 +167,21 @@ def create_tables(engine: Engine) -> None:
 
 
 def refuse_an_earlier_layout(engine: Engine) -> None:
-    """A log written by an earlier version kept every column on each step row. Its rows cannot be
-    read as forecasts of this layout, and quietly renaming or rewriting someone's table is worse
-    than saying so."""
+    """A log written by an earlier version has tables of another layout (the first kept every
+    column on each step row). Its rows cannot be read as forecasts of this layout, and quietly
+    renaming or rewriting someone's table is worse than saying so."""
     inspector = inspect(engine)
-    if not inspector.has_table("forecast_steps"):
-        return
-    if "forecast_id" not in {column["name"] for column in inspector.get_columns("forecast_steps")}:
-        raise RuntimeError(
-            f"the forecast log {redact(str(engine.url))} was written by an earlier version of the "
-            "service (one row per step, no forecasts table): point FORECAST_LOG_URL at a new "
-            "database, or move its forecast_steps table away"
-        )
+    for table in (forecasts, forecast_steps):
+        if not inspector.has_table(table.name):
+            continue
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in present]
+        if missing:
+            raise RuntimeError(
+                f"the forecast log {redact(str(engine.url))} was written by an earlier version of the "
+                f"service (its {table.name} table has no {', '.join(missing)}): point FORECAST_LOG_URL "
+                "at a new database, or move its forecasts and forecast_steps tables away"
+            )
 
 
 @dataclass
@@ -198,8 +204,8 @@ class ForecastRecord:
 
 
 FORECAST_COLUMNS = (
-    "request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin", "horizon",
-    "level", "scale", "logged_at",
+    "request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin", "last_target",
+    "horizon", "level", "scale", "logged_at",
 )  # fmt: skip
 STEP_COLUMNS = ("forecast_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive")
 
@@ -335,12 +341,13 @@ def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> tup
             level = None
     targets = np.concatenate([np.stack(r.future_times) for r in group]).astype("datetime64[us]")  # (n, H)
     origins = sql_times(origins_of(targets[:, 0], first.frequency), dialect)  # the windows' last timestamps
+    last_targets = sql_times(targets[:, -1], dialect)
     series = [(r, series_id) for r in group for series_id in r.series_ids]
     scales = window_scales(past, period).tolist()
     headers = [
-        (r.request_id, series_id, r.role, r.model_name, r.model_version, r.model_alias, origin, horizon,
-         level, scale, logged)
-        for (r, series_id), origin, scale in zip(series, origins, scales, strict=True)
+        (r.request_id, series_id, r.role, r.model_name, r.model_version, r.model_alias, origin, last,
+         horizon, level, scale, logged)
+        for (r, series_id), origin, last, scale in zip(series, origins, last_targets, scales, strict=True)
     ]  # fmt: skip
     steps = StepColumns(
         owner=np.repeat(np.arange(n), horizon),
@@ -380,8 +387,8 @@ def sql_times(times: np.ndarray, dialect: str) -> list:
 # The PostgreSQL types of the forecasts' columns, for binary COPY: psycopg then dumps each value with the
 # column's own C dumper instead of looking one up per value.
 FORECAST_TYPES = (
-    "int8", "text", "text", "text", "text", "text", "text", "timestamp", "int4", "float8", "float8",
-    "timestamp",
+    "int8", "text", "text", "text", "text", "text", "text", "timestamp", "timestamp", "int4", "float8",
+    "float8", "timestamp",
 )  # fmt: skip
 
 
@@ -605,20 +612,12 @@ def delete_forecasts(connection: Connection, below: int | None, expired: object)
     """Delete the forecasts with an id below ``below`` (None: any id) that match ``expired`` (a
     condition; None: all of them), and their steps.
 
-    SQLite is given only ``below`` (every forecast under it is to go): its steps have no index on
-    ``forecast_id``, but their row ids grow with it (a batch's steps are written after its
-    forecasts, under the one write lock), so the delete is bounded by the row id of the first
-    step of a kept forecast, found walking up from the oldest step, over the ones to delete."""
+    SQLite is given only ``below`` (every forecast under it is to go): its steps are stored in
+    (forecast_id, step) order, so they are one range at the start of the table."""
     f, s = forecasts, forecast_steps
     if connection.dialect.name == "sqlite":
-        if below is None:
-            below = (connection.execute(select(func.max(f.c.id))).scalar() or 0) + 1
-        first_kept = connection.exec_driver_sql(
-            "SELECT rowid FROM forecast_steps WHERE forecast_id >= ? ORDER BY rowid LIMIT 1", (below,)
-        ).scalar()
-        bounded = "" if first_kept is None else f" AND rowid < {int(first_kept)}"
-        connection.exec_driver_sql(f"DELETE FROM forecast_steps WHERE forecast_id < ?{bounded}", (below,))
-        connection.execute(delete(f).where(f.c.id < below))
+        connection.execute(delete(s) if below is None else delete(s).where(s.c.forecast_id < below))
+        connection.execute(delete(f) if below is None else delete(f).where(f.c.id < below))
         return
     chosen = select(f.c.id)
     if below is not None:
@@ -649,18 +648,26 @@ def upsert_actuals(engine: Engine, rows: list[dict]) -> None:
 
 
 def resolved_count(engine: Engine, rows: list[dict]) -> int:
-    """How many logged forecast steps the given actuals resolve."""
+    """How many logged forecast steps the given actuals resolve. Per series, the index on
+    (series_id, last_target) finds its forecasts not over before the earliest actual, and each
+    one's steps are a range of their key."""
     if not rows:
         return 0
     total = 0
     by_series: dict[str, list[datetime]] = {}
     for row in rows:
         by_series.setdefault(row["series_id"], []).append(row["time"])
+    f, s = forecasts, forecast_steps
     with engine.connect() as connection:
         for series_id, times in by_series.items():
             total += connection.execute(
                 select(func.count())
-                .select_from(forecast_steps.join(forecasts, forecasts.c.id == forecast_steps.c.forecast_id))
-                .where(forecasts.c.series_id == series_id, forecast_steps.c.target_time.in_(times))
+                .select_from(f.join(s, s.c.forecast_id == f.c.id))
+                .where(
+                    f.c.series_id == series_id,
+                    f.c.last_target >= min(times),
+                    f.c.origin < max(times),
+                    s.c.target_time.in_(times),
+                )
             ).scalar_one()
     return total

@@ -32,6 +32,7 @@ from service.forecast_log import (
     forecasts,
     insert_rows,
     prune,
+    resolved_count,
     utc_now,
 )
 from tests.conftest import TINY
@@ -368,6 +369,32 @@ def test_a_batch_of_mixed_shapes_reads_back_exactly_as_it_was_forecast(log_url):
     ]
 
 
+def test_actuals_resolve_exactly_the_steps_forecast_for_their_series_and_times(log_url):
+    """POST /v1/actuals' count goes through the forecasts' (series_id, last_target) index: it must
+    agree with a plain count over every logged step, whatever the actuals' span."""
+    engine = connect(log_url)
+    create_tables(engine)
+    hour = np.timedelta64(1, "h")
+    start = np.datetime64("2024-01-01T00:00", "us")
+    logged: list[tuple[str, np.datetime64]] = []  # (series, target time) of every step
+    records = []
+    for series_id in ("a", "b"):
+        for origin in range(10):  # hourly forecasts of 4 steps, overlapping
+            targets = start + (origin + 1 + np.arange(4)) * hour
+            logged += [(series_id, t) for t in targets]
+            record = forecast_record(4)
+            record.series_ids, record.future_times = [series_id], [targets]
+            records.append(record)
+    with engine.begin() as connection:
+        insert_rows(connection, batch_rows(records, utc_now(), engine.dialect.name))
+    for series_id, hours in [("a", [1]), ("a", [3, 4, 5]), ("b", [0, 7, 13]), ("a", [14, 20]), ("b", range(15))]:
+        times = [start + h * hour for h in hours]
+        rows = [{"series_id": series_id, "time": t.astype(datetime)} for t in times]
+        expected = sum(1 for s, t in logged if s == series_id and t in times)
+        assert resolved_count(engine, rows) == expected, (series_id, hours)
+    engine.dispose()
+
+
 def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(log_url):
     engine = connect(log_url)
     create_tables(engine)
@@ -426,10 +453,11 @@ def test_a_log_written_by_an_earlier_version_is_refused_by_name_and_left_as_it_w
     engine.dispose()
 
 
-def test_the_step_rows_stay_slim_and_retention_needs_no_btree_on_sqlite(log_url):
+def test_the_step_rows_stay_slim_and_are_stored_in_forecast_order(log_url):
     """Each of a forecast's H step rows costs every insert: the forecast's own columns live once
-    in `forecasts`. SQLite gets no index but the one an actual is resolved by (a B-tree on
-    logged_at cost every insert a fifth more CPU); PostgreSQL gets BRIN indexes for retention."""
+    in `forecasts`, and the steps have no index but their key (forecast_id, step), which every
+    insert appends to (on SQLite the table itself, WITHOUT ROWID). Actuals find their forecasts
+    through one index entry per forecast; PostgreSQL gets a BRIN index for retention."""
     engine = connect(log_url)
     create_tables(engine)
     inspector = inspect(engine)
@@ -438,14 +466,20 @@ def test_the_step_rows_stay_slim_and_retention_needs_no_btree_on_sqlite(log_url)
         table: {index["name"] for index in inspector.get_indexes(table)}
         for table in ("forecasts", "forecast_steps")
     }
-    expected = {"forecasts": set(), "forecast_steps": {"ix_forecast_steps_target_time"}}
+    expected = {"forecasts": {"ix_forecasts_series_last_target"}, "forecast_steps": set()}
     if engine.dialect.name == "postgresql":
         expected["forecasts"].add("ix_forecasts_logged_brin")
-        expected["forecast_steps"].add("ix_forecast_steps_forecast_brin")
     assert indexes == expected
+    assert inspector.get_pk_constraint("forecast_steps")["constrained_columns"] == ["forecast_id", "step"]
     assert step_columns == [
         "forecast_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive",
     ]  # fmt: skip
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:
+            table_sql = connection.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE name = 'forecast_steps'"
+            ).scalar_one()
+        assert "WITHOUT ROWID" in table_sql
     engine.dispose()
 
 
