@@ -387,7 +387,13 @@ def test_actuals_resolve_exactly_the_steps_forecast_for_their_series_and_times(l
             records.append(record)
     with engine.begin() as connection:
         insert_rows(connection, batch_rows(records, utc_now(), engine.dialect.name))
-    for series_id, hours in [("a", [1]), ("a", [3, 4, 5]), ("b", [0, 7, 13]), ("a", [14, 20]), ("b", range(15))]:
+    for series_id, hours in [
+        ("a", [1]),
+        ("a", [3, 4, 5]),
+        ("b", [0, 7, 13]),
+        ("a", [14, 20]),
+        ("b", range(15)),
+    ]:
         times = [start + h * hour for h in hours]
         rows = [{"series_id": series_id, "time": t.astype(datetime)} for t in times]
         expected = sum(1 for s, t in logged if s == series_id and t in times)
