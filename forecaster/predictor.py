@@ -23,7 +23,7 @@ from torch import nn
 from forecaster.config import ForecastConfig
 from forecaster.conformal import interval_quantiles, volatility_span, window_volatility
 from forecaster.data.calendar import calendar_feature_names, calendar_features, is_sub_daily
-from forecaster.data.frequency import seasonal_period, step_of
+from forecaster.data.frequency import seasonal_period, steps_after
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
 from forecaster.models.series_embedding import SeriesEmbedded
@@ -236,9 +236,7 @@ class Predictor:
 
     def future_times(self, last: np.ndarray) -> np.ndarray:
         """(N,) last timestamps -> (N, H) future timestamps at the model's frequency."""
-        offset = step_of(self.frequency)
-        stamps = pd.DatetimeIndex(last)
-        return np.stack([(stamps + h * offset).values for h in range(1, self.horizon + 1)], axis=1)
+        return steps_after(last, self.frequency, self.horizon)
 
     def _calendar(self, times: np.ndarray) -> np.ndarray:
         flat = pd.DatetimeIndex(times.reshape(-1))

@@ -69,6 +69,27 @@ def future_index(last: pd.Timestamp, freq: str, horizon: int) -> pd.DatetimeInde
     return pd.date_range(start=last, periods=horizon + 1, freq=freq)[1:]
 
 
+def steps_after(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
+    """(N,) timestamps -> (N, horizon) datetime64[ns]: the ``horizon`` steps after each at ``freq``.
+
+    Fixed-length steps (hours, minutes, days) are one broadcast add: the service computes these
+    for every request that sends timestamps, and the pandas loop per step cost more CPU than the
+    network's forward pass. Calendar steps (business days, months) go through pandas' offsets.
+    Raises OverflowError where a step would leave pandas' calendar, as pandas does (a plain
+    numpy add would wrap around instead)."""
+    step = _fixed_length(freq)
+    if step is None:
+        stamps = pd.DatetimeIndex(last)
+        offset = step_of(freq)
+        return np.stack([(stamps + h * offset).values for h in range(1, horizon + 1)], axis=1)
+    base = np.asarray(last).astype("datetime64[ns]")  # (N,)
+    span = step.to_timedelta64().astype("timedelta64[ns]")
+    if len(base) and base.max() > np.datetime64(pd.Timestamp.max) - span * horizon:
+        latest = pd.Timestamp(base.max())
+        raise OverflowError(f"{horizon} steps of {freq} after {latest} leave pandas' calendar")
+    return base[:, None] + span * np.arange(1, horizon + 1)  # (N, H)
+
+
 def _fixed_length(freq: str) -> pd.Timedelta | None:
     """The step as a duration, or None for calendar steps (months, business days)."""
     try:

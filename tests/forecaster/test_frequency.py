@@ -1,0 +1,36 @@
+"""The forecast steps after a window's last timestamp: the service computes them for every request
+that sends timestamps, so fixed-length steps take a numpy fast path that must agree with pandas'
+offsets exactly, and must refuse (not wrap around) past the end of pandas' calendar."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.data.frequency import step_of, steps_after
+
+
+def pandas_steps(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.PerformanceWarning)
+        index = pd.DatetimeIndex(last)
+        return np.stack([(index + h * step_of(freq)).values for h in range(1, horizon + 1)], axis=1)
+
+
+@pytest.mark.parametrize("freq", ["h", "15min", "30s", "D", "2D", "W", "W-SUN", "B", "MS"])
+def test_steps_after_agree_with_pandas_offsets(freq):
+    last = pd.date_range("2020-01-06", periods=40, freq=freq).values[np.random.default_rng(0).permutation(40)]
+    got = steps_after(last.astype("datetime64[ns]"), freq, 24)
+    assert got.shape == (40, 24)
+    np.testing.assert_array_equal(got, pandas_steps(last.astype("datetime64[ns]"), freq, 24))
+
+
+@pytest.mark.parametrize("freq", ["h", "D"])
+def test_steps_past_the_calendar_raise_as_pandas_does(freq):
+    near_end = np.array([pd.Timestamp.max.floor("h") - pd.Timedelta(hours=3)], dtype="datetime64[ns]")
+    with pytest.raises(OverflowError):
+        pandas_steps(near_end, freq, 5)
+    with pytest.raises(OverflowError, match="leave pandas' calendar"):
+        steps_after(near_end, freq, 5)
+    assert steps_after(near_end - np.timedelta64(10, "D"), freq, 5).shape == (1, 5)
