@@ -58,7 +58,9 @@ class DirectDecoder(nn.Module):
         self.position = nn.Embedding(self.steps, hidden_size)  # which step of the horizon this is
         rnn_input = future_size * segment_length + hidden_size
         self.rnn = recurrent_layer(cell, rnn_input, hidden_size, layers, dropout, False)
-        # on [s_t, c_t], as stepwise; w values per step
+        # on [s_t, c_t], as stepwise; w values per step. Dropout on its input, as the many-to-one
+        # head has: a one-layer recurrent layer applies none (torch drops only between layers)
+        self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(hidden_size + context_size, segment_length * outputs)
 
     def step_inputs(self, future: torch.Tensor | None, batch: int) -> torch.Tensor:
@@ -92,5 +94,5 @@ class DirectDecoder(nn.Module):
         else:
             queries = previous_states(state, outputs)  # (B, S, hidden): s_{t-1}
             contexts, weights = attention.attend_all(queries, encoded, keys)  # (B, S, C), (B, S, L_enc)
-        values = self.output(torch.cat([outputs, contexts], dim=-1))  # (B, S, w*Q)
+        values = self.output(self.dropout(torch.cat([outputs, contexts], dim=-1)))  # (B, S, w*Q)
         return values.reshape(batch, self.horizon, self.outputs), weights  # (B, H, Q or 1)
