@@ -176,6 +176,9 @@ def refuse_an_earlier_layout(engine: Engine) -> None:
             continue
         present = {column["name"] for column in inspector.get_columns(table.name)}
         missing = [column.name for column in table.columns if column.name not in present]
+        key = [column.name for column in table.primary_key.columns]
+        if not missing and inspector.get_pk_constraint(table.name)["constrained_columns"] != key:
+            missing = [f"primary key ({', '.join(key)})"]
         if missing:
             raise RuntimeError(
                 f"the forecast log {redact(str(engine.url))} was written by an earlier version of the "

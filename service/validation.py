@@ -212,7 +212,10 @@ def _utc_times(stamps: list[datetime], zoned: bool) -> tuple[np.ndarray, int | N
     naive = [_naive_utc(stamp) for stamp in stamps] if zoned else stamps
     if None in naive:  # the conversion to UTC itself left the calendar
         return np.empty(0, dtype="datetime64[ns]"), naive.index(None)
-    times = pd.DatetimeIndex(naive).as_unit("us").values  # (T,): every datetime fits microseconds
+    try:
+        times = pd.DatetimeIndex(naive).as_unit("us").values  # (T,): every datetime fits microseconds
+    except pd.errors.OutOfBoundsDatetime:  # pandas < 3 builds nanoseconds: 1677-2262 only
+        times = np.array(naive, dtype="datetime64[us]")
     outside = np.flatnonzero((times < np.datetime64(EARLIEST)) | (times > np.datetime64(LATEST)))
     if outside.size:
         return times, int(outside[0])

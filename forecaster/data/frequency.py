@@ -70,24 +70,26 @@ def future_index(last: pd.Timestamp, freq: str, horizon: int) -> pd.DatetimeInde
 
 
 def steps_after(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
-    """(N,) timestamps -> (N, horizon) datetime64[ns]: the ``horizon`` steps after each at ``freq``.
+    """(N,) timestamps -> (N, horizon): the ``horizon`` steps after each at ``freq``, in the
+    input's unit (as pandas gives them).
 
-    Fixed-length steps (hours, minutes, days) are one broadcast add: the service computes these
-    for every request that sends timestamps, and the pandas loop per step cost more CPU than the
-    network's forward pass. Calendar steps (business days, months) go through pandas' offsets.
-    Raises OverflowError where a step would leave pandas' calendar, as pandas does (a plain
-    numpy add would wrap around instead)."""
+    Nanosecond input with a fixed-length step (hours, minutes, days) is one broadcast add: the
+    service computes these for every request that sends timestamps (it holds them as
+    nanoseconds), and the pandas loop per step cost more CPU than the network's forward pass.
+    Everything else (calendar steps such as business days and months, other units) goes through
+    pandas' offsets. Raises OverflowError where a step would leave the nanosecond calendar, as
+    pandas does (a plain numpy add would wrap around instead)."""
     step = _fixed_length(freq)
-    if step is None:
-        stamps = pd.DatetimeIndex(last)
+    base = np.asarray(last)
+    if step is None or base.dtype != np.dtype("datetime64[ns]"):
+        stamps = pd.DatetimeIndex(base)
         offset = step_of(freq)
         return np.stack([(stamps + h * offset).values for h in range(1, horizon + 1)], axis=1)
-    base = np.asarray(last).astype("datetime64[ns]")  # (N,)
-    span = step.to_timedelta64().astype("timedelta64[ns]")
-    if len(base) and base.max() > np.datetime64(pd.Timestamp.max) - span * horizon:
+    span = int(step.value)  # ns; Python ints: the bound below cannot wrap around either
+    if len(base) and int(base.max().astype(np.int64)) > pd.Timestamp.max.value - span * horizon:
         latest = pd.Timestamp(base.max())
         raise OverflowError(f"{horizon} steps of {freq} after {latest} leave pandas' calendar")
-    return base[:, None] + span * np.arange(1, horizon + 1)  # (N, H)
+    return base[:, None] + np.timedelta64(span, "ns") * np.arange(1, horizon + 1)  # (N, H)
 
 
 def _fixed_length(freq: str) -> pd.Timedelta | None:

@@ -18,12 +18,25 @@ def pandas_steps(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
         return np.stack([(index + h * step_of(freq)).values for h in range(1, horizon + 1)], axis=1)
 
 
+@pytest.mark.parametrize("unit", ["s", "us", "ns"])
 @pytest.mark.parametrize("freq", ["h", "15min", "30s", "D", "2D", "W", "W-SUN", "B", "MS"])
-def test_steps_after_agree_with_pandas_offsets(freq):
+def test_steps_after_agree_with_pandas_offsets(freq, unit):
     last = pd.date_range("2020-01-06", periods=40, freq=freq).values[np.random.default_rng(0).permutation(40)]
-    got = steps_after(last.astype("datetime64[ns]"), freq, 24)
+    last = last.astype(f"datetime64[{unit}]")
+    got, expected = steps_after(last, freq, 24), pandas_steps(last, freq, 24)
     assert got.shape == (40, 24)
-    np.testing.assert_array_equal(got, pandas_steps(last.astype("datetime64[ns]"), freq, 24))
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("unit", ["s", "us"])
+def test_steps_after_dates_beyond_the_nanosecond_calendar_in_their_own_unit(unit):
+    """A CSV of the year 1500 or 3000 loads as microseconds under pandas 3: its forecast steps
+    are right, not wrapped around through nanoseconds."""
+    for start in ("1500-01-01", "3000-01-01"):
+        last = np.array([start], dtype=f"datetime64[{unit}]")
+        expected = np.array([start], dtype="datetime64[D]") + np.arange(1, 4)
+        np.testing.assert_array_equal(steps_after(last, "D", 3)[0], expected)
 
 
 @pytest.mark.parametrize("freq", ["h", "D"])
@@ -34,3 +47,5 @@ def test_steps_past_the_calendar_raise_as_pandas_does(freq):
     with pytest.raises(OverflowError, match="leave pandas' calendar"):
         steps_after(near_end, freq, 5)
     assert steps_after(near_end - np.timedelta64(10, "D"), freq, 5).shape == (1, 5)
+    with pytest.raises(OverflowError):  # a span too long for int64 nanoseconds must not wrap around
+        steps_after(near_end - np.timedelta64(200 * 365, "D"), "7D", 20_000)

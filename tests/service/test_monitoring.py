@@ -441,21 +441,37 @@ def test_retention_never_deletes_a_step_for_its_age_while_its_own_logged_at_is_r
     engine.dispose()
 
 
-def test_a_log_written_by_an_earlier_version_is_refused_by_name_and_left_as_it_was(log_url):
-    """The first layout kept every column on each step row: its rows cannot be read as this
-    layout's forecasts. The service says so (it shows in /readyz) and changes nothing."""
+EARLIER_STEP_TABLES = {  # layout -> its forecast_steps table and a row of it
+    # the first layout: every column on each step row
+    "one row per step": (
+        "CREATE TABLE forecast_steps (id INTEGER PRIMARY KEY, series_id VARCHAR(200), step INTEGER)",
+        "INSERT INTO forecast_steps VALUES (1, 's', 1)",
+    ),
+    # the second: this layout's columns, but no key (its forecasts table moved away): new ids
+    # would start at 1 again and meet its old steps
+    "steps without a key": (
+        "CREATE TABLE forecast_steps (forecast_id INTEGER, step INTEGER, target_time TIMESTAMP, "
+        "forecast FLOAT, lower FLOAT, upper FLOAT, naive FLOAT, seasonal_naive FLOAT)",
+        "INSERT INTO forecast_steps (forecast_id, step) VALUES (1, 1)",
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", EARLIER_STEP_TABLES)
+def test_a_log_written_by_an_earlier_version_is_refused_by_name_and_left_as_it_was(log_url, layout):
+    """A log of an earlier layout cannot be read as this layout's forecasts. The service says so
+    (it shows in /readyz) and changes nothing."""
     engine = connect(log_url)
     with engine.begin() as connection:
-        connection.exec_driver_sql(
-            "CREATE TABLE forecast_steps (id INTEGER PRIMARY KEY, series_id VARCHAR(200), step INTEGER)"
-        )
-        connection.exec_driver_sql("INSERT INTO forecast_steps VALUES (1, 's', 1)")
+        for statement in EARLIER_STEP_TABLES[layout]:
+            connection.exec_driver_sql(statement)
+    columns = [c["name"] for c in inspect(engine).get_columns("forecast_steps")]
     with pytest.raises(RuntimeError, match="written by an earlier version of the service") as refused:
         create_tables(engine)
     assert "FORECAST_LOG_URL" in str(refused.value)
     inspector = inspect(engine)
     assert not inspector.has_table("forecasts")
-    assert [c["name"] for c in inspector.get_columns("forecast_steps")] == ["id", "series_id", "step"]
+    assert [c["name"] for c in inspector.get_columns("forecast_steps")] == columns
     engine.dispose()
 
 
