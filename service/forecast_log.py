@@ -36,6 +36,7 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -62,9 +63,13 @@ log = logging.getLogger("service.forecast_log")
 metadata = MetaData()
 
 # One row per answered forecast of one series: which model made it, from the window ending at
-# ``origin``, with that window's MASE scale. Its horizon steps are rows of ``forecast_steps``, the
-# last one for ``last_target``: the index on (series_id, last_target) finds the forecasts an actual
-# can resolve (those of its series not over before it) with one entry per forecast, not per step.
+# ``origin``, with that window's MASE scale, and its H horizon steps as arrays (``STEP_ARRAYS``:
+# little-endian binary, H values each; expand_steps reads them back). One row, not H: with a row
+# per step (24 per forecast) the writer thread took 132 us of CPU per forecast on SQLite and 52 us
+# on PostgreSQL, with one row 50 and 45 us (benchmarks/serve_bench.py --forecast-log), and the
+# monitor reads whole forecasts anyway. The index
+# on (series_id, last_target) finds the forecasts an actual can resolve: those of its series not
+# over before it.
 ID = BigInteger().with_variant(Integer, "sqlite")
 forecasts = Table(
     "forecasts",
@@ -78,32 +83,22 @@ forecasts = Table(
     Column("model_alias", String(100), nullable=False),
     Column("origin", DateTime, nullable=False),  # the window's last timestamp
     Column("last_target", DateTime, nullable=False),  # its last step's timestamp
-    Column("horizon", Integer, nullable=False),  # how many steps it has in forecast_steps
+    Column("horizon", Integer, nullable=False),  # H: how many values each step array holds
     Column("level", Float),  # the nominal level of its interval bounds, when it has them
     Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
     Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
+    # the steps: what was forecast for each target time, beside the naive and seasonal-naive
+    # forecasts of the same window
+    Column("target_times", LargeBinary, nullable=False),  # int64 microseconds since 1970-01-01 UTC
+    Column("forecast", LargeBinary, nullable=False),  # float64, as are the four below
+    Column("lower", LargeBinary),  # the model's first interval level, when it has one
+    Column("upper", LargeBinary),
+    Column("naive", LargeBinary, nullable=False),
+    Column("seasonal_naive", LargeBinary),  # when the look-back holds a whole season
     Index("ix_forecasts_series_last_target", "series_id", "last_target"),
 )
-# One row per horizon step: what was forecast for ``target_time``, beside the naive and
-# seasonal-naive forecasts of the same window. Slim on purpose, it takes H rows per forecast: the
-# forecast's own columns live once in ``forecasts`` (``forecast_id`` is its id; no foreign-key
-# constraint, PostgreSQL would check it row by row). Keyed by (forecast_id, step) and, on SQLite,
-# stored in that order (WITHOUT ROWID): ids only grow, so every insert appends to the one B-tree
-# (an index on target_time, which takes steps in time order, cost SQLite's inserts 40% more CPU),
-# and a forecast's steps, or all steps below an id, are one range of it.
-forecast_steps = Table(
-    "forecast_steps",
-    metadata,
-    Column("forecast_id", ID, primary_key=True, autoincrement=False),
-    Column("step", Integer, primary_key=True, autoincrement=False),  # 1..H
-    Column("target_time", DateTime, nullable=False),
-    Column("forecast", Float, nullable=False),
-    Column("lower", Float),  # the model's first interval level, when it has one
-    Column("upper", Float),
-    Column("naive", Float, nullable=False),
-    Column("seasonal_naive", Float),  # when the look-back holds a whole season
-    sqlite_with_rowid=False,
-)
+STEP_ARRAYS = {"target_times": "<i8", "forecast": "<f8", "lower": "<f8", "upper": "<f8", "naive": "<f8",
+               "seasonal_naive": "<f8"}  # fmt: skip
 # Retention deletes forecasts by logged_at: PostgreSQL gets a BRIN index for it (rows arrive in
 # that order, so block range summaries find them at next to no cost per insert). SQLite gets none
 # (a B-tree index cost every insert a fifth more CPU): prune() bounds its deletes by id there.
@@ -167,24 +162,24 @@ def create_tables(engine: Engine) -> None:
 
 
 def refuse_an_earlier_layout(engine: Engine) -> None:
-    """A log written by an earlier version has tables of another layout (the first kept every
-    column on each step row). Its rows cannot be read as forecasts of this layout, and quietly
-    renaming or rewriting someone's table is worse than saying so."""
+    """A log written by an earlier version has tables of another layout (they kept a row per
+    horizon step in a ``forecast_steps`` table). Its rows cannot be read as forecasts of this
+    layout, and quietly renaming or rewriting someone's tables is worse than saying so."""
     inspector = inspect(engine)
-    for table in (forecasts, forecast_steps):
-        if not inspector.has_table(table.name):
-            continue
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        missing = [column.name for column in table.columns if column.name not in present]
-        key = [column.name for column in table.primary_key.columns]
-        if not missing and inspector.get_pk_constraint(table.name)["constrained_columns"] != key:
-            missing = [f"primary key ({', '.join(key)})"]
+    found = None
+    if inspector.has_table("forecast_steps"):
+        found = "it has a forecast_steps table"
+    elif inspector.has_table(forecasts.name):
+        present = {column["name"] for column in inspector.get_columns(forecasts.name)}
+        missing = [column.name for column in forecasts.columns if column.name not in present]
         if missing:
-            raise RuntimeError(
-                f"the forecast log {redact(str(engine.url))} was written by an earlier version of the "
-                f"service (its {table.name} table has no {', '.join(missing)}): point FORECAST_LOG_URL "
-                "at a new database, or move its forecasts and forecast_steps tables away"
-            )
+            found = f"its forecasts table has no {', '.join(missing)}"
+    if found:
+        raise RuntimeError(
+            f"the forecast log {redact(str(engine.url))} was written by an earlier version of the "
+            f"service ({found}): point FORECAST_LOG_URL at a new database, or move its forecasts "
+            "and forecast_steps tables away"
+        )
 
 
 @dataclass
@@ -206,81 +201,13 @@ class ForecastRecord:
     levels: list[float]  # the model's interval levels
 
 
-FORECAST_COLUMNS = (
-    "request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin", "last_target",
-    "horizon", "level", "scale", "logged_at",
+FORECAST_COLUMNS = tuple(column.name for column in forecasts.columns if column.name != "id")
+# their PostgreSQL types, for binary COPY: psycopg then dumps each value with the column's own C
+# dumper instead of looking one up per value
+FORECAST_TYPES = (
+    "text", "text", "text", "text", "text", "text", "timestamp", "timestamp", "int4", "float8", "float8",
+    "timestamp", *["bytea"] * len(STEP_ARRAYS),
 )  # fmt: skip
-STEP_COLUMNS = ("forecast_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive")
-
-
-@dataclass
-class StepColumns:
-    """The step rows of forecasts of one shape, column by column, (steps,) each; ``owner`` is the
-    position of each step's forecast in the batch (the database numbers the forecasts later)."""
-
-    owner: np.ndarray
-    step: np.ndarray
-    target_time: np.ndarray  # datetime64[us]
-    forecast: np.ndarray
-    lower: np.ndarray | None  # None: the model has no interval
-    upper: np.ndarray | None
-    naive: np.ndarray
-    seasonal_naive: np.ndarray | None  # None: the look-back holds no whole season
-
-    def rows(self, ids: np.ndarray, dialect: str) -> list[tuple]:
-        """Rows (STEP_COLUMNS) of Python values, given the ids the batch's forecasts got."""
-        absent = [None] * len(self.owner)
-        values = (
-            ids[self.owner].tolist(),
-            self.step.tolist(),
-            sql_times(self.target_time, dialect),
-            *(absent if column is None else column.tolist() for column in self.values()),
-        )
-        return list(zip(*values, strict=True))
-
-    def values(self) -> tuple[np.ndarray | None, ...]:
-        return self.forecast, self.lower, self.upper, self.naive, self.seasonal_naive
-
-    def pg_binary(self, ids: np.ndarray) -> bytes:
-        """The rows as PostgreSQL's binary COPY tuples, built by numpy in one pass: per row a
-        field count, then per field its byte length (-1: NULL) and big-endian value."""
-        columns = [(">i8", ids[self.owner]), (">i4", self.step), (">i8", pg_timestamps(self.target_time))]
-        columns += [(">f8", column) for column in self.values()]
-        layout: list[tuple[str, str]] = [("fields", ">i2")]
-        for i, (kind, column) in enumerate(columns):
-            layout.append((f"length{i}", ">i4"))
-            if column is not None:
-                layout.append((f"value{i}", kind))
-        out = np.empty(len(self.owner), dtype=np.dtype(layout))
-        out["fields"] = len(columns)
-        for i, (kind, column) in enumerate(columns):
-            out[f"length{i}"] = -1 if column is None else np.dtype(kind).itemsize
-            if column is not None:
-                out[f"value{i}"] = column
-        return out.tobytes()
-
-
-PG_EPOCH = np.datetime64("2000-01-01T00:00:00", "us")
-PG_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # no flags, no header extension
-PG_COPY_TRAILER = b"\xff\xff"
-
-
-def pg_timestamps(times: np.ndarray) -> np.ndarray:
-    """datetime64[us] -> PostgreSQL's binary timestamp: microseconds since 2000-01-01."""
-    return (times.astype("datetime64[us]") - PG_EPOCH).astype(np.int64)
-
-
-@dataclass
-class Rows:
-    """A batch's rows: a forecast per series (FORECAST_COLUMNS, no id yet) and their steps."""
-
-    forecasts: list[tuple]
-    steps: list[StepColumns]
-
-    def step_rows(self, ids: np.ndarray, dialect: str) -> list[tuple]:
-        if len(self.steps) == 1:  # the usual batch: one shape
-            return self.steps[0].rows(ids, dialect)
-        return [row for block in self.steps for row in block.rows(ids, dialect)]
 
 
 @functools.lru_cache(maxsize=64)
@@ -303,66 +230,68 @@ def origins_of(first_steps: np.ndarray, frequency: str) -> np.ndarray:
     return (pd.DatetimeIndex(first_steps) - step).to_numpy().astype("datetime64[us]")  # calendar steps
 
 
-def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str) -> Rows:
-    """The rows of a batch of records: a forecast per series, a step per series and horizon step.
-    Records of the same shape (frequency, horizon, look-back, interval level: in practice all of
-    them) are stacked and built together, column by column with numpy: this runs for every
-    answered forecast, in a thread that shares the interpreter with the event loop."""
+def batch_rows(records: list[ForecastRecord], logged_at: datetime, dialect: str) -> list[tuple]:
+    """The rows (FORECAST_COLUMNS) of a batch of records, one per series. Records of the same shape
+    (frequency, horizon, look-back, interval level: in practice all of them) are stacked and built
+    together, column by column with numpy: this runs for every answered forecast, in a thread that
+    shares the interpreter with the event loop."""
     groups: dict[tuple, list[ForecastRecord]] = {}
     for record in records:
         level = record.levels[0] if record.levels else None
         key = (record.frequency, record.mean.shape[1], record.past_target.shape[1], level)
         groups.setdefault(key, []).append(record)
     logged = sql_times(np.array([logged_at], dtype="datetime64[us]"), dialect)[0]
-    batch = Rows([], [])
-    for group in groups.values():
-        headers, steps = group_rows(group, logged, dialect)
-        steps.owner += len(batch.forecasts)
-        batch.forecasts.extend(headers)
-        batch.steps.append(steps)
-    return batch
+    return [row for group in groups.values() for row in group_rows(group, logged, dialect)]
 
 
-def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> tuple[list[tuple], StepColumns]:
-    """The forecast rows and step columns of records of one shape, with the baselines of each
-    window (forecaster.baselines, the functions `forecast evaluate` scores with, so live and
-    offline figures agree)."""
+def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> list[tuple]:
+    """The rows of records of one shape, with the baselines of each window (forecaster.baselines,
+    the functions `forecast evaluate` scores with, so live and offline figures agree)."""
     first = group[0]
     past = np.concatenate([r.past_target for r in group])  # (n, L)
     mean = np.concatenate([r.mean for r in group])  # (n, H)
     n, horizon = mean.shape
     period = calendar_of(first.frequency)[0]
     baselines = baseline_forecasts(past, horizon, period)
-    naive, seasonal = baselines["naive"], baselines.get("seasonal_naive")
     level = first.levels[0] if first.levels else None
-    bounds: list = [None, None]
+    bounds: list[np.ndarray | None] = [None, None]
     if level is not None:
         quantiles = interval_quantiles(level)
         if all(q in r.quantiles for r in group for q in quantiles):
-            bounds = [np.concatenate([r.quantiles[q] for r in group]).ravel() for q in quantiles]
+            bounds = [np.concatenate([r.quantiles[q] for r in group]) for q in quantiles]
         else:
             level = None
     targets = np.concatenate([np.stack(r.future_times) for r in group]).astype("datetime64[us]")  # (n, H)
     origins = sql_times(origins_of(targets[:, 0], first.frequency), dialect)  # the windows' last timestamps
     last_targets = sql_times(targets[:, -1], dialect)
+    arrays = [
+        step_bytes(array, STEP_ARRAYS[name], n)
+        for name, array in (
+            ("target_times", targets.view(np.int64)),
+            ("forecast", mean),
+            ("lower", bounds[0]),
+            ("upper", bounds[1]),
+            ("naive", baselines["naive"]),
+            ("seasonal_naive", baselines.get("seasonal_naive")),
+        )
+    ]
     series = [(r, series_id) for r in group for series_id in r.series_ids]
     scales = window_scales(past, period).tolist()
-    headers = [
+    return [
         (r.request_id, series_id, r.role, r.model_name, r.model_version, r.model_alias, origin, last,
-         horizon, level, scale, logged)
-        for (r, series_id), origin, last, scale in zip(series, origins, last_targets, scales, strict=True)
+         horizon, level, scale, logged, *steps)
+        for (r, series_id), origin, last, scale, *steps in zip(
+            series, origins, last_targets, scales, *arrays, strict=True
+        )
     ]  # fmt: skip
-    steps = StepColumns(
-        owner=np.repeat(np.arange(n), horizon),
-        step=np.tile(np.arange(1, horizon + 1), n),
-        target_time=targets.ravel(),
-        forecast=np.asarray(mean, dtype=np.float64).ravel(),
-        lower=bounds[0],
-        upper=bounds[1],
-        naive=np.asarray(naive, dtype=np.float64).ravel(),
-        seasonal_naive=None if seasonal is None else np.asarray(seasonal, dtype=np.float64).ravel(),
-    )
-    return headers, steps
+
+
+def step_bytes(array: np.ndarray | None, kind: str, n: int) -> list[bytes | None]:
+    """(n, H) -> n binary arrays of H values (None: the column is absent for these forecasts)."""
+    if array is None:
+        return [None] * n
+    whole = np.ascontiguousarray(array, dtype=kind)
+    return [row.tobytes() for row in whole]
 
 
 def window_scales(past: np.ndarray, period: int) -> np.ndarray:
@@ -374,8 +303,8 @@ def window_scales(past: np.ndarray, period: int) -> np.ndarray:
 
 def sql_times(times: np.ndarray, dialect: str) -> list:
     """datetime64[us] as the driver stores them: on SQLite the very text SQLAlchemy's DateTime
-    writes, "YYYY-MM-DD HH:MM:SS.ffffff" (the actuals are written through it, and the join
-    compares the two texts). Years 1000-9999 only: the API takes 1677-2262."""
+    writes, "YYYY-MM-DD HH:MM:SS.ffffff" (the actuals are written through it, and queries compare
+    the two texts). Years 1000-9999 only: the API takes 1677-2262."""
     times = np.ravel(times)
     if dialect != "sqlite":
         return times.tolist()  # datetime objects
@@ -387,71 +316,31 @@ def sql_times(times: np.ndarray, dialect: str) -> list:
     return text.tolist()
 
 
-# The PostgreSQL types of the forecasts' columns, for binary COPY: psycopg then dumps each value with the
-# column's own C dumper instead of looking one up per value.
-FORECAST_TYPES = (
-    "int8", "text", "text", "text", "text", "text", "text", "timestamp", "timestamp", "int4", "float8",
-    "float8", "timestamp",
-)  # fmt: skip
-
-
-def insert_rows(connection: Connection, rows: Rows) -> None:
+def insert_rows(connection: Connection, rows: list[tuple]) -> None:
     """A batch's rows straight to the driver, bypassing SQLAlchemy's per-row parameter processing
-    (it cost more than the rest of the log's work put together).
-
-    The forecasts are numbered first, so their steps can name them: PostgreSQL hands out the ids
-    from the table's sequence (other workers may take ids meanwhile); SQLite numbers each new row
-    one past the largest id, and the transaction holds the only write lock from its first insert,
-    so this batch's forecasts got the last ``len(rows.forecasts)`` ids, in order.
-
-    Through psycopg 3 the rows go by binary COPY, the steps as one buffer numpy built: an
-    executemany of 24 rows per forecast cost the writer thread 4-5x the CPU
-    (benchmarks/forecast_log_bench.py)."""
-    if not rows.forecasts:
+    (it cost more than the rest of the log's work put together): through psycopg 3 by binary
+    COPY, otherwise one executemany."""
+    if not rows:
         return
     dialect = connection.dialect
-    if dialect.name == "postgresql":
-        ids = np.array(
-            connection.exec_driver_sql(
-                "SELECT nextval(pg_get_serial_sequence('forecasts', 'id')) FROM generate_series(1, %(n)s)",
-                {"n": len(rows.forecasts)},
-            ).scalars().all()
-        )  # fmt: skip
-        forecast_rows = [(id_, *row) for id_, row in zip(ids.tolist(), rows.forecasts, strict=True)]
-        if dialect.driver == "psycopg":
-            copy_to_postgres(connection.connection.driver_connection, forecast_rows, rows.steps, ids)
-            return
-        insert_many(connection, "forecasts", ("id", *FORECAST_COLUMNS), forecast_rows)
-    elif dialect.name == "sqlite":
-        insert_many(connection, "forecasts", FORECAST_COLUMNS, rows.forecasts)
-        newest = connection.exec_driver_sql("SELECT max(id) FROM forecasts").scalar_one()
-        ids = np.arange(newest - len(rows.forecasts) + 1, newest + 1)
-    else:
+    if dialect.name not in ("sqlite", "postgresql"):
         raise RuntimeError(f"the forecast log supports SQLite and PostgreSQL, not {dialect.name}")
-    insert_many(connection, "forecast_steps", STEP_COLUMNS, rows.step_rows(ids, dialect.name))
+    if dialect.name == "postgresql" and dialect.driver == "psycopg":
+        copy_to_postgres(connection.connection.driver_connection, rows)
+        return
+    marker = "?" if dialect.paramstyle == "qmark" else "%s"
+    markers = ", ".join([marker] * len(FORECAST_COLUMNS))
+    columns = ", ".join(FORECAST_COLUMNS)
+    connection.exec_driver_sql(f"INSERT INTO forecasts ({columns}) VALUES ({markers})", rows)
 
 
-def copy_to_postgres(
-    driver: Any, forecast_rows: list[tuple], steps: list[StepColumns], ids: np.ndarray
-) -> None:
-    """Binary COPY through psycopg 3's own connection: the forecasts row by row with their
-    column types declared, the steps as one buffer numpy built."""
-    forecast_columns = ", ".join(("id", *FORECAST_COLUMNS))
-    step_columns = ", ".join(STEP_COLUMNS)
-    with driver.cursor() as cursor:
-        with cursor.copy(f"COPY forecasts ({forecast_columns}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(FORECAST_TYPES)
-            for row in forecast_rows:
-                copy.write_row(row)
-        body = b"".join(block.pg_binary(ids) for block in steps)
-        with cursor.copy(f"COPY forecast_steps ({step_columns}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.write(PG_COPY_SIGNATURE + body + PG_COPY_TRAILER)
-
-
-def insert_many(connection: Connection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    marker = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    markers = ", ".join([marker] * len(columns))
-    connection.exec_driver_sql(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({markers})", rows)
+def copy_to_postgres(driver: Any, rows: list[tuple]) -> None:
+    """Binary COPY through psycopg 3's own connection, the columns' types declared."""
+    statement = f"COPY forecasts ({', '.join(FORECAST_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+    with driver.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types(FORECAST_TYPES)
+        for row in rows:
+            copy.write_row(row)
 
 
 class LogHealth:
@@ -583,7 +472,7 @@ class ForecastLog(QueueWorker[ForecastRecord]):
 
 
 def prune(engine: Engine, retention: timedelta, max_steps: int) -> None:
-    """Delete forecasts (with their steps) and actuals logged longer ago than ``retention``, and
+    """Delete forecasts and actuals logged longer ago than ``retention``, and
     the oldest forecasts beyond ``max_steps`` steps in all. Whatever the ids, a forecast is deleted
     for its age only when its own ``logged_at`` is past the cut-off: a batch another worker
     commits meanwhile, or one stamped by a clock running ahead, loses nothing it should keep."""
@@ -612,23 +501,15 @@ def prune(engine: Engine, retention: timedelta, max_steps: int) -> None:
 
 
 def delete_forecasts(connection: Connection, below: int | None, expired: object) -> None:
-    """Delete the forecasts with an id below ``below`` (None: any id) that match ``expired`` (a
-    condition; None: all of them), and their steps.
-
-    SQLite is given only ``below`` (every forecast under it is to go): its steps are stored in
-    (forecast_id, step) order, so they are one range at the start of the table."""
-    f, s = forecasts, forecast_steps
-    if connection.dialect.name == "sqlite":
-        connection.execute(delete(s) if below is None else delete(s).where(s.c.forecast_id < below))
-        connection.execute(delete(f) if below is None else delete(f).where(f.c.id < below))
-        return
-    chosen = select(f.c.id)
+    """Delete the forecasts (their steps are part of the row) with an id below ``below`` (None:
+    any id) that match ``expired`` (a condition; None: all of them)."""
+    f = forecasts
+    statement = delete(f)
     if below is not None:
-        chosen = chosen.where(f.c.id < below)
+        statement = statement.where(f.c.id < below)
     if expired is not None:
-        chosen = chosen.where(expired)  # type: ignore[arg-type]
-    connection.execute(delete(s).where(s.c.forecast_id.in_(chosen)))
-    connection.execute(delete(f).where(f.c.id.in_(chosen)))
+        statement = statement.where(expired)  # type: ignore[arg-type]
+    connection.execute(statement)
 
 
 def upsert_actuals(engine: Engine, rows: list[dict]) -> None:
@@ -652,25 +533,53 @@ def upsert_actuals(engine: Engine, rows: list[dict]) -> None:
 
 def resolved_count(engine: Engine, rows: list[dict]) -> int:
     """How many logged forecast steps the given actuals resolve. Per series, the index on
-    (series_id, last_target) finds its forecasts not over before the earliest actual, and each
-    one's steps are a range of their key."""
+    (series_id, last_target) finds its forecasts not over before the earliest actual and begun
+    before the latest; their target times are matched against the actuals' in numpy."""
     if not rows:
         return 0
     total = 0
     by_series: dict[str, list[datetime]] = {}
     for row in rows:
         by_series.setdefault(row["series_id"], []).append(row["time"])
-    f, s = forecasts, forecast_steps
+    f = forecasts
     with engine.connect() as connection:
         for series_id, times in by_series.items():
-            total += connection.execute(
-                select(func.count())
-                .select_from(f.join(s, s.c.forecast_id == f.c.id))
-                .where(
-                    f.c.series_id == series_id,
-                    f.c.last_target >= min(times),
-                    f.c.origin < max(times),
-                    s.c.target_time.in_(times),
+            logged = connection.execute(
+                select(f.c.target_times).where(
+                    f.c.series_id == series_id, f.c.last_target >= min(times), f.c.origin < max(times)
                 )
-            ).scalar_one()
+            ).scalars()
+            targets = np.frombuffer(b"".join(logged), dtype=STEP_ARRAYS["target_times"])
+            total += int(np.isin(targets, micros_since_epoch(times)).sum())
     return total
+
+
+EPOCH = datetime(1970, 1, 1)
+
+
+def micros_since_epoch(times: list[datetime]) -> np.ndarray:
+    """Naive UTC datetimes -> int64 microseconds since 1970 (the encoding of ``target_times``)."""
+    return np.array([(t - EPOCH) // timedelta(microseconds=1) for t in times], dtype=np.int64)
+
+
+def expand_steps(rows: pd.DataFrame) -> pd.DataFrame:
+    """Forecast rows as read from ``forecasts`` -> one row per horizon step: their other columns
+    repeated, ``step`` (1..H), ``target_time`` (datetime64[us]) and a float column per step array
+    (NaN where a forecast has none: no interval, no whole season)."""
+    horizons = rows["horizon"].to_numpy(np.int64)
+    steps = rows.drop(columns=list(STEP_ARRAYS)).loc[rows.index.repeat(horizons)].reset_index(drop=True)
+    steps["step"] = np.concatenate([np.arange(1, h + 1) for h in horizons]) if len(rows) else []
+    for name, kind in STEP_ARRAYS.items():
+        values = step_values(rows[name].tolist(), horizons, kind)
+        steps[name] = values.view("datetime64[us]") if name == "target_times" else values
+    return steps.rename(columns={"target_times": "target_time"})
+
+
+def step_values(blobs: list[bytes | None], horizons: np.ndarray, kind: str) -> np.ndarray:
+    """One step array's blobs (None: absent) -> their values end to end, NaN for the absent."""
+    if all(blob is not None for blob in blobs):
+        return np.frombuffer(b"".join(blobs), dtype=kind).astype(kind[1:])  # type: ignore[arg-type]
+    filler = {h: np.full(h, np.nan, dtype=kind).tobytes() for h in set(horizons.tolist())}
+    pairs = zip(blobs, horizons.tolist(), strict=True)
+    joined = b"".join(filler[h] if blob is None else blob for blob, h in pairs)
+    return np.frombuffer(joined, dtype=kind).astype(kind[1:])  # type: ignore[arg-type]

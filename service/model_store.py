@@ -37,9 +37,13 @@ class ModelRef:
     version: str | None = None
     run_id: str | None = None
     shown_uri: str = field(init=False)  # load_uri with any credentials redacted: what we tell
+    logged_as: tuple[str, str, str] = field(init=False)  # (model name, version, alias) in the forecast log
 
     def __post_init__(self) -> None:
         self.shown_uri = redact(self.load_uri) or ""
+        alias = ALIAS_URI.match(self.uri)  # once per model, not per logged request
+        name = self.name or self.shown_uri[:200]
+        self.logged_as = (name, self.version or "", alias["alias"] if alias else "")
 
 
 @dataclass

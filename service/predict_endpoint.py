@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from typing import Any
 
 import orjson
@@ -42,7 +41,7 @@ from service.batching import (
 )
 from service.forecast_log import ForecastLog, ForecastRecord
 from service.metrics import ServiceMetrics
-from service.model_store import ALIAS_URI, ModelStore, not_ready_reason
+from service.model_store import ModelStore, not_ready_reason
 from service.monitor import CHAMPION
 from service.parsing import (
     BodyParser,
@@ -53,6 +52,7 @@ from service.parsing import (
     RequestProblems,
 )
 from service.redaction import redact
+from service.request_ids import next_request_id
 from service.responses import forecast_body
 from service.security import UNAUTHORIZED, key_matches
 from service.settings import ServiceSettings
@@ -166,7 +166,7 @@ class PredictEndpoint:
             ]
             if not keep:
                 return None
-            request_id = uuid.uuid4().hex
+            request_id = next_request_id()
             forecast_log.submit(forecast_record(request_id, CHAMPION, answer, parsed, windows, keep))
             shadow: Shadow | None = self.state.shadow
             if shadow is not None:
@@ -309,13 +309,13 @@ def forecast_record(
     """The arrays of the kept series (views when all are kept), for the log's writer thread."""
     ref, predictor, prediction = answer.model.ref, answer.model.predictor, answer.prediction
     rows = slice(None) if len(keep) == len(parsed.series) else keep
-    alias = ALIAS_URI.match(ref.uri)
+    name, version, alias = ref.logged_as
     return ForecastRecord(
         request_id=request_id,
         role=role,
-        model_name=ref.name or ref.shown_uri[:200],
-        model_version=ref.version or "",
-        model_alias=alias["alias"] if alias else "",
+        model_name=name,
+        model_version=version,
+        model_alias=alias,
         frequency=predictor.frequency,
         series_ids=[parsed.series[i].series_id or "" for i in keep],
         past_target=windows.values[rows, :, 0],

@@ -20,7 +20,7 @@ from forecaster.data.frequency import step_of
 from forecaster.predictor import Predictor
 from service.forecast_log import ForecastLog, ForecastRecord
 from service.metrics import ServiceMetrics
-from service.model_store import ALIAS_URI, ModelStore
+from service.model_store import ModelStore
 from service.monitor import CHALLENGER
 from service.queue_worker import QueueWorker
 
@@ -102,15 +102,14 @@ class Shadow(QueueWorker[ShadowJob]):
             series_ids = [job.series_ids[i] for i in kept]
         prediction = model.predict(past, times, attention=False, future=ahead, series_ids=series_ids)
         future = predictor.future_times(lasts)  # (n, H)
-        ref = model.ref
-        alias = ALIAS_URI.match(ref.uri)
+        name, version, alias = model.ref.logged_as
         self.forecast_log.submit(
             ForecastRecord(
                 request_id=job.request_id,
                 role=CHALLENGER,
-                model_name=ref.name or ref.shown_uri[:200],
-                model_version=ref.version or "",
-                model_alias=alias["alias"] if alias else "",
+                model_name=name,
+                model_version=version,
+                model_alias=alias,
                 frequency=predictor.frequency,
                 series_ids=[job.series_ids[i] for i in kept],
                 past_target=past[:, :, 0],

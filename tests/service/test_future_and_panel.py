@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from pipelines.config import load_run_config
 from pipelines.train import run_training
-from service.forecast_log import connect, forecast_steps, forecasts
+from service.forecast_log import connect, forecasts
 from tests.service.conftest import serving
 
 LOOKBACK, HORIZON = 14, 4
@@ -174,18 +174,12 @@ def logged_forecasts(log_url: str) -> dict[tuple[str, str], list[float]]:
     engine = connect(log_url)
     try:
         with engine.connect() as connection:
-            f, s = forecasts, forecast_steps
             rows = connection.execute(
-                select(f.c.role, f.c.series_id, s.c.forecast)
-                .join_from(s, f, f.c.id == s.c.forecast_id)
-                .order_by(f.c.role, f.c.series_id, s.c.step)
+                select(forecasts.c.role, forecasts.c.series_id, forecasts.c.forecast)
             ).all()
     finally:
         engine.dispose()
-    logged: dict[tuple[str, str], list[float]] = {}
-    for role, series_id, value in rows:
-        logged.setdefault((role, series_id), []).append(value)
-    return logged
+    return {(role, series_id): np.frombuffer(blob, "<f8").tolist() for role, series_id, blob in rows}
 
 
 def test_a_challenger_in_shadow_gets_the_future_covariates_sent_to_the_champion(store, tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 import pytest
 from sqlalchemy import func, inspect, select
 
@@ -28,13 +29,15 @@ from service.forecast_log import (
     batch_rows,
     connect,
     create_tables,
-    forecast_steps,
+    expand_steps,
     forecasts,
     insert_rows,
     prune,
     resolved_count,
+    upsert_actuals,
     utc_now,
 )
+from service.monitor import resolved_steps
 from tests.conftest import TINY
 from tests.postgres import postgres_server, why_unavailable
 from tests.service.conftest import serving
@@ -297,24 +300,11 @@ def forecast_record(horizon: int) -> ForecastRecord:
 
 
 def kept_ages(engine) -> list[int]:
-    """The ages of the forecasts kept, by id; every step kept belongs to one of them."""
+    """The ages of the forecasts kept, by id."""
     now = utc_now()
-    f, s = forecasts, forecast_steps
     with engine.connect() as connection:
-        stamps = connection.execute(select(f.c.logged_at).order_by(f.c.id)).scalars().all()
-        orphans = connection.execute(
-            select(func.count()).select_from(s).where(s.c.forecast_id.not_in(select(f.c.id)))
-        ).scalar_one()
-        steps = connection.execute(select(func.count()).select_from(s)).scalar_one()
-    assert orphans == 0
-    assert steps == expected_steps(engine)
+        stamps = connection.execute(select(forecasts.c.logged_at).order_by(forecasts.c.id)).scalars().all()
     return [round((now - stamp) / timedelta(days=1)) for stamp in stamps]
-
-
-def expected_steps(engine) -> int:
-    """Steps the kept forecasts should have: their horizons summed."""
-    with engine.connect() as connection:
-        return connection.execute(select(func.coalesce(func.sum(forecasts.c.horizon), 0))).scalar_one()
 
 
 def test_a_batch_of_mixed_shapes_reads_back_exactly_as_it_was_forecast(log_url):
@@ -337,19 +327,20 @@ def test_a_batch_of_mixed_shapes_reads_back_exactly_as_it_was_forecast(log_url):
     create_tables(engine)
     with engine.begin() as connection:
         insert_rows(connection, batch_rows([hourly, daily], utc_now(), engine.dialect.name))
-    f, s = forecasts, forecast_steps
+    f = forecasts
     with engine.connect() as connection:
         heads = connection.execute(
             select(f.c.series_id, f.c.role, f.c.model_version, f.c.origin, f.c.horizon, f.c.level).order_by(
                 f.c.id
             )
         ).all()
-        steps = connection.execute(
-            select(f.c.series_id, s.c.step, s.c.target_time, s.c.forecast, s.c.lower, s.c.upper, s.c.naive,
-                   s.c.seasonal_naive)
-            .join_from(s, f, f.c.id == s.c.forecast_id)
-            .order_by(f.c.id, s.c.step)
-        ).all()  # fmt: skip
+        logged = connection.execute(select(f).order_by(f.c.id))
+        frame = pd.DataFrame(logged.all(), columns=list(logged.keys()))
+    columns = ["series_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive"]
+    steps = [
+        tuple(None if isinstance(v, float) and np.isnan(v) else v for v in row)
+        for row in expand_steps(frame)[columns].astype(object).itertuples(index=False)
+    ]
     engine.dispose()
     at = datetime.fromisoformat
     assert [tuple(row) for row in heads] == [
@@ -401,6 +392,58 @@ def test_actuals_resolve_exactly_the_steps_forecast_for_their_series_and_times(l
     engine.dispose()
 
 
+def test_the_monitor_keeps_the_newest_resolved_steps_of_each_version_whatever_its_chunk(log_url):
+    """resolved_steps reads the log a chunk of forecasts at a time and keeps the newest `window`
+    steps of each version: any chunk size gives the steps a plain pass over every logged step
+    and actual picks, newest first."""
+    engine = connect(log_url)
+    create_tables(engine)
+    hour = np.timedelta64(1, "h")
+    start = np.datetime64("2024-01-01T00:00", "us")
+    records, logged = [], []  # logged: (id, version, series, step, target, forecast)
+    for i in range(24):  # overlapping 4-step forecasts, two series, two versions, in id order
+        series_id, version = "ab"[i % 2], "12"[i // 12]
+        targets = start + (i // 2 + 1 + np.arange(4)) * hour
+        record = forecast_record(4)
+        record.series_ids, record.future_times, record.model_version = [series_id], [targets], version
+        record.mean = np.arange(4.0)[None, :] + 10 * i
+        records.append(record)
+        logged += [(i + 1, version, series_id, k + 1, t, 10.0 * i + k) for k, t in enumerate(targets)]
+    with engine.begin() as connection:
+        insert_rows(connection, batch_rows(records, utc_now(), engine.dialect.name))
+    known = {("a", start + h * hour): float(h) for h in range(0, 16, 2)}
+    known |= {("b", start + h * hour): -float(h) for h in range(5, 12)}
+    upsert_actuals(
+        engine,
+        [
+            {"series_id": s, "time": t.astype(datetime), "value": v, "received_at": utc_now()}
+            for (s, t), v in known.items()
+        ],
+    )
+    window = 5
+    resolved = sorted((r for r in logged if (r[2], r[4]) in known), key=lambda r: (r[4], r[0]), reverse=True)
+    expected = []
+    for version in "12":
+        expected += [r for r in resolved if r[1] == version][:window]
+    expected.sort(key=lambda r: (r[4], r[0]), reverse=True)
+    for chunk in (1, 5, 20_000):
+        frame = resolved_steps(engine, window, chunk=chunk)
+        got = [
+            (
+                row.id,
+                row.model_version,
+                row.series_id,
+                row.step,
+                np.datetime64(row.target_time, "us"),
+                row.forecast,
+            )
+            for row in frame.itertuples()
+        ]
+        assert got == expected, chunk
+        assert frame["actual"].tolist() == [known[(r[2], r[4])] for r in expected]
+    engine.dispose()
+
+
 def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(log_url):
     engine = connect(log_url)
     create_tables(engine)
@@ -441,67 +484,82 @@ def test_retention_never_deletes_a_step_for_its_age_while_its_own_logged_at_is_r
     engine.dispose()
 
 
-EARLIER_STEP_TABLES = {  # layout -> its forecast_steps table and a row of it
+EARLIER_LAYOUTS = {  # an earlier version's log -> its tables and a row of each
     # the first layout: every column on each step row
     "one row per step": (
         "CREATE TABLE forecast_steps (id INTEGER PRIMARY KEY, series_id VARCHAR(200), step INTEGER)",
         "INSERT INTO forecast_steps VALUES (1, 's', 1)",
     ),
-    # the second: this layout's columns, but no key (its forecasts table moved away): new ids
-    # would start at 1 again and meet its old steps
+    # the second: steps without a key (its forecasts table moved away)
     "steps without a key": (
         "CREATE TABLE forecast_steps (forecast_id INTEGER, step INTEGER, target_time TIMESTAMP, "
         "forecast FLOAT, lower FLOAT, upper FLOAT, naive FLOAT, seasonal_naive FLOAT)",
         "INSERT INTO forecast_steps (forecast_id, step) VALUES (1, 1)",
     ),
+    # the third: a forecasts table without the step arrays, a keyed row per step beside it
+    "keyed step rows": (
+        "CREATE TABLE forecasts (id INTEGER PRIMARY KEY, request_id VARCHAR(32), series_id VARCHAR(200), "
+        "horizon INTEGER)",
+        "INSERT INTO forecasts VALUES (1, 'r', 's', 1)",
+        "CREATE TABLE forecast_steps (forecast_id INTEGER, step INTEGER, target_time TIMESTAMP, "
+        "forecast FLOAT, PRIMARY KEY (forecast_id, step))",
+        "INSERT INTO forecast_steps (forecast_id, step) VALUES (1, 1)",
+    ),
+    # ... with its step table moved away
+    "a forecasts table without step arrays": (
+        "CREATE TABLE forecasts (id INTEGER PRIMARY KEY, request_id VARCHAR(32), horizon INTEGER)",
+        "INSERT INTO forecasts VALUES (1, 'r', 1)",
+    ),
 }
 
 
-@pytest.mark.parametrize("layout", EARLIER_STEP_TABLES)
+def tables_and_rows(engine) -> dict[str, tuple[list[str], int]]:
+    inspector = inspect(engine)
+    with engine.connect() as connection:
+        return {
+            table: (
+                [c["name"] for c in inspector.get_columns(table)],
+                connection.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one(),
+            )
+            for table in inspector.get_table_names()
+        }
+
+
+@pytest.mark.parametrize("layout", EARLIER_LAYOUTS)
 def test_a_log_written_by_an_earlier_version_is_refused_by_name_and_left_as_it_was(log_url, layout):
     """A log of an earlier layout cannot be read as this layout's forecasts. The service says so
     (it shows in /readyz) and changes nothing."""
     engine = connect(log_url)
     with engine.begin() as connection:
-        for statement in EARLIER_STEP_TABLES[layout]:
+        for statement in EARLIER_LAYOUTS[layout]:
             connection.exec_driver_sql(statement)
-    columns = [c["name"] for c in inspect(engine).get_columns("forecast_steps")]
+    before = tables_and_rows(engine)
     with pytest.raises(RuntimeError, match="written by an earlier version of the service") as refused:
         create_tables(engine)
     assert "FORECAST_LOG_URL" in str(refused.value)
-    inspector = inspect(engine)
-    assert not inspector.has_table("forecasts")
-    assert [c["name"] for c in inspector.get_columns("forecast_steps")] == columns
+    assert tables_and_rows(engine) == before
     engine.dispose()
 
 
-def test_the_step_rows_stay_slim_and_are_stored_in_forecast_order(log_url):
-    """Each of a forecast's H step rows costs every insert: the forecast's own columns live once
-    in `forecasts`, and the steps have no index but their key (forecast_id, step), which every
-    insert appends to (on SQLite the table itself, WITHOUT ROWID). Actuals find their forecasts
-    through one index entry per forecast; PostgreSQL gets a BRIN index for retention."""
+def test_a_forecast_is_one_row_with_its_steps_as_arrays(log_url):
+    """Each row costs every insert, so a forecast is one row whatever its horizon, its steps
+    binary arrays in it. Actuals find their forecasts through one index entry per forecast;
+    PostgreSQL gets a BRIN index for retention, and nothing else is indexed."""
     engine = connect(log_url)
     create_tables(engine)
     inspector = inspect(engine)
-    step_columns = [c["name"] for c in inspector.get_columns("forecast_steps")]
-    indexes = {
-        table: {index["name"] for index in inspector.get_indexes(table)}
-        for table in ("forecasts", "forecast_steps")
-    }
-    expected = {"forecasts": {"ix_forecasts_series_last_target"}, "forecast_steps": set()}
+    assert sorted(inspector.get_table_names()) == ["actuals", "forecasts"]
+    indexes = {index["name"] for index in inspector.get_indexes("forecasts")}
+    expected = {"ix_forecasts_series_last_target"}
     if engine.dialect.name == "postgresql":
-        expected["forecasts"].add("ix_forecasts_logged_brin")
+        expected.add("ix_forecasts_logged_brin")
     assert indexes == expected
-    assert inspector.get_pk_constraint("forecast_steps")["constrained_columns"] == ["forecast_id", "step"]
-    assert step_columns == [
-        "forecast_id", "step", "target_time", "forecast", "lower", "upper", "naive", "seasonal_naive",
-    ]  # fmt: skip
-    if engine.dialect.name == "sqlite":
-        with engine.connect() as connection:
-            table_sql = connection.exec_driver_sql(
-                "SELECT sql FROM sqlite_master WHERE name = 'forecast_steps'"
-            ).scalar_one()
-        assert "WITHOUT ROWID" in table_sql
+    arrays = {c["name"]: c["type"].python_type for c in inspector.get_columns("forecasts")}
+    for name in ("target_times", "forecast", "lower", "upper", "naive", "seasonal_naive"):
+        assert arrays[name] is bytes, name
+    logged_forecasts(engine, [0, 0], horizon=720)
+    with engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(forecasts)).scalar_one() == 2
     engine.dispose()
 
 
