@@ -202,12 +202,16 @@ class ForecastRecord:
 
 
 FORECAST_COLUMNS = tuple(column.name for column in forecasts.columns if column.name != "id")
+POSTGRES_TYPES = {
+    String: "text",
+    DateTime: "timestamp",
+    Integer: "int4",
+    Float: "float8",
+    LargeBinary: "bytea",
+}
 # their PostgreSQL types, for binary COPY: psycopg then dumps each value with the column's own C
 # dumper instead of looking one up per value
-FORECAST_TYPES = (
-    "text", "text", "text", "text", "text", "text", "timestamp", "timestamp", "int4", "float8", "float8",
-    "timestamp", *["bytea"] * len(STEP_ARRAYS),
-)  # fmt: skip
+FORECAST_TYPES = tuple(POSTGRES_TYPES[type(forecasts.c[name].type)] for name in FORECAST_COLUMNS)
 
 
 @functools.lru_cache(maxsize=64)
@@ -569,14 +573,28 @@ def expand_steps(rows: pd.DataFrame) -> pd.DataFrame:
     horizons = rows["horizon"].to_numpy(np.int64)
     steps = rows.drop(columns=list(STEP_ARRAYS)).loc[rows.index.repeat(horizons)].reset_index(drop=True)
     steps["step"] = np.concatenate([np.arange(1, h + 1) for h in horizons]) if len(rows) else []
+    steps["level"] = steps["level"].astype(float)  # NaN without an interval, in every chunk alike
     for name, kind in STEP_ARRAYS.items():
-        values = step_values(rows[name].tolist(), horizons, kind)
+        values = step_values(
+            rows[name].tolist(), horizons, kind, rows["id"].tolist() if "id" in rows else None
+        )
         steps[name] = values.view("datetime64[us]") if name == "target_times" else values
     return steps.rename(columns={"target_times": "target_time"})
 
 
-def step_values(blobs: list[bytes | None], horizons: np.ndarray, kind: str) -> np.ndarray:
-    """One step array's blobs (None: absent) -> their values end to end, NaN for the absent."""
+def step_values(
+    blobs: list[bytes | None], horizons: np.ndarray, kind: str, ids: list[int] | None = None
+) -> np.ndarray:
+    """One step array's blobs (None: absent) -> their values end to end, NaN for the absent. A
+    blob of another length than its forecast's horizon (a row edited by hand, a truncated copy)
+    would shift every later step onto the wrong forecast: refused, naming the forecast."""
+    width = np.dtype(kind).itemsize
+    for k, (blob, horizon) in enumerate(zip(blobs, horizons.tolist(), strict=True)):
+        if blob is not None and len(blob) != horizon * width:
+            which = f"forecast id {ids[k]}" if ids is not None else f"forecast row {k}"
+            raise ValueError(
+                f"the forecast log's {which} has a step array of {len(blob)} bytes, not {horizon} values"
+            )
     if all(blob is not None for blob in blobs):
         return np.frombuffer(b"".join(blobs), dtype=kind).astype(kind[1:])  # type: ignore[arg-type]
     filler = {h: np.full(h, np.nan, dtype=kind).tobytes() for h in set(horizons.tolist())}

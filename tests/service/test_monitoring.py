@@ -37,7 +37,7 @@ from service.forecast_log import (
     upsert_actuals,
     utc_now,
 )
-from service.monitor import resolved_steps
+from service.monitor import Thresholds, figures, resolved_steps, status_of
 from tests.conftest import TINY
 from tests.postgres import postgres_server, why_unavailable
 from tests.service.conftest import serving
@@ -442,6 +442,37 @@ def test_the_monitor_keeps_the_newest_resolved_steps_of_each_version_whatever_it
         assert got == expected, chunk
         assert frame["actual"].tolist() == [known[(r[2], r[4])] for r in expected]
     engine.dispose()
+
+
+def test_a_step_array_of_the_wrong_length_is_refused_naming_its_forecast(log_url):
+    """A row edited by hand or cut short must not shift its steps onto the next forecast."""
+    engine = connect(log_url)
+    create_tables(engine)
+    logged_forecasts(engine, [0, 0], horizon=3)
+    with engine.begin() as connection:
+        connection.execute(
+            forecasts.update()
+            .where(forecasts.c.id == 1)
+            .values(forecast=np.arange(2.0).astype("<f8").tobytes())
+        )
+        logged = connection.execute(select(forecasts).order_by(forecasts.c.id))
+        frame = pd.DataFrame(logged.all(), columns=list(logged.keys()))
+    engine.dispose()
+    with pytest.raises(ValueError, match="forecast id 1 has a step array of 16 bytes, not 3 values"):
+        expand_steps(frame)
+
+
+def test_a_model_that_forecast_nan_is_degraded_not_ok():
+    """NaN is below no threshold: without its own rule, a model answering NaN would look ok."""
+    rows = pd.DataFrame(
+        {
+            "actual": np.ones(60), "forecast": np.r_[np.ones(59), np.nan], "naive": np.zeros(60),
+            "seasonal_naive": np.zeros(60), "scale": np.ones(60), "level": np.full(60, np.nan),
+        }
+    )  # fmt: skip
+    status, reasons = status_of(figures(rows), Thresholds(min_steps=50))
+    assert status == "degraded"
+    assert "not all finite over the last 60 resolved steps" in reasons[0]
 
 
 def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(log_url):
