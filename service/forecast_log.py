@@ -388,6 +388,8 @@ class ForecastLog(QueueWorker[ForecastRecord]):
         self.retention = timedelta(days=retention_days)
         self.max_steps = max_steps
         self.health = LogHealth()
+        self.queued_total = 0  # records queued since start (the request path counts them)
+        self.handled_total = 0  # of those, handled by the writer (written or failed)
         self._last_prune = 0.0
         self._up = metrics.log_up
         self._counted = {
@@ -400,6 +402,22 @@ class ForecastLog(QueueWorker[ForecastRecord]):
         if not self.offer(record):
             self.health.dropped += len(record.series_ids)
             self._counted["dropped"].inc(len(record.series_ids))
+            return
+        self.queued_total += 1  # a lost update between threads only makes written_through wait less
+
+    def written_through(self, timeout: float) -> bool:
+        """Wait (up to ``timeout``) until every record queued before this call has been handled
+        by the writer (written, or failed and counted). POST /v1/actuals waits so, and its count
+        of resolved steps includes the forecasts answered just before: a client that forecasts
+        and then posts the actuals would otherwise be told 0 while the writer gathers its batch.
+        Records queued meanwhile are not waited for, so a busy log cannot hold the caller."""
+        target = self.queued_total
+        deadline = time.monotonic() + timeout
+        while self.handled_total < target:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Write what is queued (within ``timeout``), then stop the writer and close the
@@ -431,6 +449,7 @@ class ForecastLog(QueueWorker[ForecastRecord]):
                     self._write(work)
                     self.metrics.log_writer_cpu.inc(time.thread_time() - started)
             finally:
+                self.handled_total += len(work)
                 for _ in records:
                     self.queue.task_done()
             self.metrics.log_queue_depth.set(self.queue.qsize())

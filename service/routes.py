@@ -193,6 +193,9 @@ def log_unavailable(exc: Exception, consequence: str) -> HTTPException:
     return unavailable(f"the forecast log cannot be reached ({error}); {consequence}", retry_after=5)
 
 
+ACTUALS_WAIT_S = 2.0  # the longest POST /v1/actuals waits for the forecasts queued before it
+
+
 @router.post(
     "/v1/actuals",
     response_model=ActualsStored,
@@ -214,6 +217,7 @@ async def post_actuals(request: Request) -> ActualsStored:
     rows = actual_rows(parse_actuals(await request.body()))
     try:
         await asyncio.to_thread(upsert_actuals, forecast_log.engine, rows)
+        await asyncio.to_thread(forecast_log.written_through, ACTUALS_WAIT_S)
         resolved = await asyncio.to_thread(resolved_count, forecast_log.engine, rows)
     except Exception as exc:
         raise log_unavailable(exc, "nothing was stored") from None

@@ -233,8 +233,9 @@ class ActualsRequest(Strict):
 class ActualsStored(BaseModel):
     stored: int = Field(description="values stored (new or corrected)")
     resolved_steps: int = Field(
-        description="forecast steps already written to the log that these values resolve (forecasts "
-        "still queued for the writer are joined all the same when the monitor reads)"
+        description="logged forecast steps these values resolve, counting the forecasts answered before "
+        "this request (waited for up to 2 s while the writer gathers its batch; any still queued after "
+        "that are joined all the same when the monitor reads)"
     )
 
 

@@ -24,6 +24,7 @@ from pipelines.config import load_run_config
 from pipelines.registry import load_predictor
 from pipelines.train import run_training
 from service.forecast_log import (
+    ForecastLog,
     ForecastRecord,
     actuals,
     batch_rows,
@@ -37,6 +38,7 @@ from service.forecast_log import (
     upsert_actuals,
     utc_now,
 )
+from service.metrics import ServiceMetrics
 from service.monitor import Thresholds, figures, resolved_steps, status_of
 from tests.conftest import TINY
 from tests.postgres import postgres_server, why_unavailable
@@ -237,7 +239,7 @@ def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_reques
     }
     with serving(monitored, MODEL, forecast_log_url=log_url, monitor_min_steps=1) as client:
         assert client.post("/v1/predict", json=window_request()).status_code == 200
-        assert client.app.state.forecast_log.flush()
+        # no flush: the route itself waits for the forecasts answered before it to be written
         answers = [client.post("/v1/actuals", json={"series": [first]}) for _ in range(2)]
         assert [a.json() for a in answers] == [{"stored": 2, "resolved_steps": 2}] * 2
         twice = client.get("/v1/monitor").json()["models"][0]
@@ -473,6 +475,21 @@ def test_a_model_that_forecast_nan_is_degraded_not_ok():
     status, reasons = status_of(figures(rows), Thresholds(min_steps=50))
     assert status == "degraded"
     assert "not all finite over the last 60 resolved steps" in reasons[0]
+
+
+def test_waiting_for_the_writer_is_bounded_and_ignores_what_is_queued_later(tmp_path):
+    """POST /v1/actuals waits for the forecasts queued before it, never longer than its bound:
+    a writer that is stuck (here: never started) costs the caller the bound, not a hang."""
+    log = ForecastLog(f"sqlite:///{tmp_path / 'forecasts.db'}", ServiceMetrics(), wait_s=0.01)
+    assert log.written_through(0.01)  # nothing queued yet
+    log.submit(forecast_record(2))
+    started = time.monotonic()
+    assert not log.written_through(0.2)
+    assert 0.2 <= time.monotonic() - started < 1.0
+    log.start()
+    assert log.written_through(5.0)
+    assert log.health.written == 1
+    assert log.stop()
 
 
 def test_retention_deletes_what_was_logged_too_long_ago_and_the_oldest_beyond_the_cap(log_url):
