@@ -573,16 +573,8 @@ def resolved_count(engine: Engine, rows: list[dict]) -> int:
                 )
             ).scalars()
             targets = np.frombuffer(b"".join(logged), dtype=STEP_ARRAYS["target_times"])
-            total += int(np.isin(targets, micros_since_epoch(times)).sum())
+            total += int(np.isin(targets, np.array(times, dtype="datetime64[us]").view(np.int64)).sum())
     return total
-
-
-EPOCH = datetime(1970, 1, 1)
-
-
-def micros_since_epoch(times: list[datetime]) -> np.ndarray:
-    """Naive UTC datetimes -> int64 microseconds since 1970 (the encoding of ``target_times``)."""
-    return np.array([(t - EPOCH) // timedelta(microseconds=1) for t in times], dtype=np.int64)
 
 
 def expand_steps(rows: pd.DataFrame) -> pd.DataFrame:
@@ -614,9 +606,8 @@ def step_values(
             raise ValueError(
                 f"the forecast log's {which} has a step array of {len(blob)} bytes, not {horizon} values"
             )
-    if all(blob is not None for blob in blobs):
-        return np.frombuffer(b"".join(blobs), dtype=kind).astype(kind[1:])  # type: ignore[arg-type]
-    filler = {h: np.full(h, np.nan, dtype=kind).tobytes() for h in set(horizons.tolist())}
+    missing = {h for blob, h in zip(blobs, horizons.tolist(), strict=True) if blob is None}
+    absent = {h: np.full(h, np.nan, dtype=kind).tobytes() for h in missing}  # float arrays only
     pairs = zip(blobs, horizons.tolist(), strict=True)
-    joined = b"".join(filler[h] if blob is None else blob for blob, h in pairs)
+    joined = b"".join(absent[h] if blob is None else blob for blob, h in pairs)
     return np.frombuffer(joined, dtype=kind).astype(kind[1:])  # type: ignore[arg-type]

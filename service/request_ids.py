@@ -18,12 +18,13 @@ ID_BYTES = 16
 class RequestIds:
     def __init__(self, per_read: int = 4096) -> None:
         self.per_read = per_read
-        self.lock = threading.Lock()  # the event loop and the shadow's thread may both ask
         self.renew()
         os.register_at_fork(after_in_child=self.renew)
 
     def renew(self) -> None:
-        self.lock = threading.Lock()  # a lock held by another thread at the fork stays held
+        # the event loop and the shadow's thread may both ask; a fresh lock after a fork (one
+        # held by another thread at the fork would stay held)
+        self.lock = threading.Lock()
         self.digits = ""
         self.position = 0
 
