@@ -146,7 +146,8 @@ def test_swagger_renders_in_a_browser_without_network(live_server, tmp_path):
         "--dump-dom",
         f"{live_server}/docs",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    # a headless chromium start-up took over 30 s once on a loaded 2-core machine (the full suite)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     dom = done.stdout
     assert 'id="swagger-ui"' in dom, f"chromium rc={done.returncode}: {done.stderr[-2000:]}"
     assert "Unable to render this definition" not in dom, "this Swagger UI cannot read OpenAPI 3.1"
