@@ -181,7 +181,8 @@ def versions() -> dict[str, str]:
 
 
 def render(runs: list[dict]) -> str:
-    """Mean over seeds per (model, horizon): MSE/MAE and seconds per epoch."""
+    """Mean over seeds per (model, horizon): MSE/MAE (+- their sample std when n > 1) and seconds
+    per epoch."""
     horizons = sorted({r["horizon"] for r in runs})
     models = list(dict.fromkeys(r["model"] for r in runs))
     lines = ["| model (L=96, LSTM 2 x 64) | " + " | ".join(f"H={h}" for h in horizons) + " |"]
@@ -194,8 +195,13 @@ def render(runs: list[dict]) -> str:
                 cells.append("")
                 continue
             mse, mae = (statistics.mean(r[k] for r in mine) for k in ("mse", "mae"))
+            spread = ""
+            if len(mine) > 1:  # sample std over seeds, as the ETT tables give it
+                spread = " +-{:.4f}/{:.4f}".format(
+                    *(statistics.stdev(r[k] for r in mine) for k in ("mse", "mae"))
+                )
             per_epoch = statistics.mean(r["seconds"] / max(r["epochs"], 1) for r in mine)
-            cells.append(f"{mse:.4f}/{mae:.4f}, {per_epoch:.1f} s/epoch (n={len(mine)})")
+            cells.append(f"{mse:.4f}/{mae:.4f}{spread}, {per_epoch:.1f} s/epoch (n={len(mine)})")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
