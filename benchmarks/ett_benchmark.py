@@ -140,14 +140,14 @@ class Plan:
 def cpu_plan(seeds: int) -> list[Plan]:
     """The CPU plan, most telling runs first (an interrupted plan resumes where it stopped): the
     segment models (many-to-one and seq2seq + attention) at both look-backs, then the plain
-    networks at L=96 and a plain LSTM at L=336, then the step-by-step seq2seq to H=168 (it decodes
+    networks at L=96 and a plain LSTM at L=336, then the step-by-step seq2seq to H=336 (it decodes
     one step at a time: longer horizons are left to a GPU, --full); ``seeds`` seeds every row."""
     return [
         *(Plan(336, n, HORIZONS[336], seeds) for n in ("seg-lstm", "seg-gru", "seg-seq2seq-attention")),
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("seg-lstm", "seg-seq2seq-attention")),
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("lstm", "gru", "rnn", "bi-lstm")),
         Plan(336, "lstm", HORIZONS[336], seeds),
-        *(Plan(96, n, [24, 48, 96, 168], seeds) for n in ("seq2seq", "seq2seq-attention")),
+        *(Plan(96, n, [24, 48, 96, 168, 336], seeds) for n in ("seq2seq", "seq2seq-attention")),
     ]
 
 
