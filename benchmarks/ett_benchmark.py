@@ -187,6 +187,21 @@ def narrowed(plans: list[Plan], args: argparse.Namespace) -> list[Plan]:
     return kept
 
 
+def seed_list(option: str | None, seeds: int) -> set[int] | None:
+    """--only-seeds as a set of seeds, each one of 0..seeds-1 (unset = all)."""
+    if option is None:
+        return None
+    try:
+        chosen = {int(item) for item in option.split(",")}
+    except ValueError:
+        raise SystemExit(f"--only-seeds: {option!r} is not a comma-separated list of integers") from None
+    if not chosen <= set(range(seeds)):
+        raise SystemExit(
+            f"--only-seeds: {sorted(chosen - set(range(seeds)))} not in 0..{seeds - 1} (--seeds {seeds})"
+        )
+    return chosen
+
+
 def commit() -> str:
     """The code the runs were made with (``+dirty`` when the tree had changes)."""
 
@@ -270,6 +285,10 @@ def main() -> None:
     parser.add_argument("--lookbacks", help="comma-separated: only these look-backs of the plan")
     parser.add_argument("--horizons", help="comma-separated: only these horizons of the plan")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--only-seeds",
+        help="comma-separated: only these of the seeds 0..SEEDS-1 (e.g. to add seeds to a row)",
+    )
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--accelerator", default="auto")
     parser.add_argument(
@@ -290,6 +309,7 @@ def main() -> None:
     )
     parser.add_argument("--commit", help="render only runs made at this commit (default: all)")
     args = parser.parse_args()
+    only_seeds = seed_list(args.only_seeds, args.seeds)
     if args.render:
         runs = [r for r in read_runs(args.results) if args.commit in (None, r["commit"])]
         if args.readme:
@@ -323,6 +343,7 @@ def main() -> None:
         for horizon in plan.horizons
         for seed in range(plan.seeds)
         if (plan.network, plan.lookback, horizon, seed) not in done
+        and (only_seeds is None or seed in only_seeds)
     ]
     todo = interleaved(todo)
     print(f"{len(todo)} runs to do, {len(done)} already in {args.results} at commit {code}", flush=True)

@@ -90,3 +90,18 @@ def test_the_readme_peer_table_is_the_committed_peer_runs_rendered():
 
     runs = [json.loads(line) for line in peers.RAW_RESULTS.read_text().splitlines()]
     assert peers.render(runs) in (REPO / "benchmarks/README.md").read_text()
+
+
+def test_only_seeds_adds_chosen_seeds_and_names_a_bad_value():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from ett_benchmark import seed_list
+
+    assert seed_list("1, 2", 3) == {1, 2} and seed_list(None, 3) is None
+    for bad, says in (("3", "[3] not in 0..2"), ("one", "'one' is not a comma-separated list")):
+        done = subprocess.run(
+            [sys.executable, str(REPO / "benchmarks/ett_benchmark.py"), "--only-seeds", bad, "--render"],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode != 0 and "--only-seeds: " in done.stderr and says in done.stderr
+        assert "Traceback" not in done.stderr
