@@ -83,6 +83,10 @@ NETWORKS = {
     },
 }
 
+# name -> training settings of that network beyond the common ones (run_config), chosen on
+# selection MSE like the rest of its configuration (benchmarks/README.md, "How the tables are made")
+TRAINING: dict[str, dict[str, float]] = {}
+
 PUBLISHED = {
     96: {
         "LSTMa (Informer, AAAI 2021; its own look-back, not 96)": {
@@ -235,6 +239,7 @@ def run_record(outcome, plan: Plan, horizon: int, seed: int, seconds: float, std
         "seed": seed,
         "commit": code,
         "settings": NETWORKS[plan.network],
+        "train_settings": TRAINING.get(plan.network, {}),
         "std_c": std,
         "seconds": seconds,
         "epochs": outcome.epochs,
@@ -263,6 +268,7 @@ def run_config(lookback: int, horizon: int, network: str, seed: int, epochs: int
                 "seed": seed,
                 "progress_bar": False,
                 "accelerator": accelerator,
+                **TRAINING.get(network, {}),
             },
             "tracking": {
                 "experiment": "ett-benchmark",

@@ -28,17 +28,28 @@ BEST = "best.ckpt"
 
 # publish(path, epochs_done): called on global rank zero once a file is complete on disk
 Publish = Callable[[Path, int], None]
+# the weights a best checkpoint keeps, when not the module's own (an average of them)
+Weights = Callable[[], dict[str, torch.Tensor]]
 
 
 class EpochCheckpoint(Checkpoint):
     """A ``Checkpoint`` (Lightning orders those after EarlyStopping and the rest, and adds no
     default ModelCheckpoint beside it). The best epoch is the first with the lowest ``monitor``
-    (NaN counts as +inf), as ModelCheckpoint(save_top_k=1) would choose."""
+    (NaN counts as +inf), as ModelCheckpoint(save_top_k=1) would choose. ``weights`` gives the
+    weights that epoch was validated with when they are not the module's (forecaster/averaging.py:
+    validation sees the averaged weights, the module holds the raw ones again by epoch end)."""
 
-    def __init__(self, directory: str | Path, publish: Publish | None = None, monitor: str = "val_loss"):
+    def __init__(
+        self,
+        directory: str | Path,
+        publish: Publish | None = None,
+        monitor: str = "val_loss",
+        weights: Weights | None = None,
+    ):
         self.directory = Path(directory)
         self.publish = publish
         self.monitor = monitor
+        self.weights = weights
         self.best_score: float | None = None
         self.best_epoch: int | None = None
         self._resumed = False  # loaded from a checkpoint, the resumed epoch not yet started
@@ -92,7 +103,10 @@ class EpochCheckpoint(Checkpoint):
         if full:
             trainer.save_checkpoint(partial)
         elif trainer.is_global_zero:
-            weights = {k: v.detach().cpu() for k, v in trainer.lightning_module.state_dict().items()}
+            if self.weights is not None:
+                weights = self.weights()
+            else:
+                weights = {k: v.detach().cpu() for k, v in trainer.lightning_module.state_dict().items()}
             torch.save({"state_dict": weights, "epoch": trainer.current_epoch}, partial)
         if not trainer.is_global_zero:
             return

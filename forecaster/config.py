@@ -168,6 +168,14 @@ class TrainConfig(StrictModel):
     loss: Literal["mse", "mae", "huber", "quantile"] = "mse"
     lr_schedule: Literal["none", "cosine", "plateau"] = "cosine"
     gradient_clip: float = Field(1.0, ge=0, description="max gradient norm; 0 disables")
+    ema_decay: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="keep an exponential moving average of the weights, updated every optimizer "
+        "step with this decay (0.99 weighs about the last 100 steps); validation, early stopping, "
+        "the best checkpoint and the logged model then use the averaged weights. 0 = off",
+    )
     patience: int = Field(5, ge=1, description="early stopping on val loss")
     limit_train_batches: int | None = Field(None, ge=1, description="cap batches per epoch")
     seed: int = 42

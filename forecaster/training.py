@@ -1,7 +1,7 @@
 """Fit one network with Lightning: early stopping and best-checkpoint restore on val loss,
-gradient clipping, seeded, a checkpoint after every epoch (forecaster/checkpoints.py) that a later
-call can resume from. The caller passes a logger (pipelines passes MLflow's) and where the
-checkpoints go."""
+gradient clipping, optionally a moving average of the weights (forecaster/averaging.py), seeded,
+a checkpoint after every epoch (forecaster/checkpoints.py) that a later call can resume from.
+The caller passes a logger (pipelines passes MLflow's) and where the checkpoints go."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import torch
 from pytorch_lightning.callbacks import Callback, EarlyStopping, ProgressBar
 from pytorch_lightning.loggers import Logger
 
+from forecaster.averaging import AveragedWeights
 from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
 from forecaster.config import ForecastConfig
 from forecaster.conformal import conformal_scores
@@ -134,7 +135,9 @@ def train_model(
     torch.set_flush_denormal(True)  # tiny BPTT gradients turn denormal and slow CPUs ~5x
     module = build_module(config, prepared)
     data = ForecastDataModule(prepared, config.train.batch_size)
-    checkpoint = EpochCheckpoint(directory, publish)
+    averaging = AveragedWeights(config.train.ema_decay) if config.train.ema_decay else None
+    best_weights = None if averaging is None else averaging.averaged_state_dict  # what validation saw
+    checkpoint = EpochCheckpoint(directory, publish, weights=best_weights)
     trainer = pl.Trainer(
         max_epochs=config.train.epochs,
         accelerator=config.train.accelerator,
@@ -146,6 +149,7 @@ def train_model(
         logger=logger,
         callbacks=[
             EarlyStopping(monitor="val_loss", patience=config.train.patience),
+            *([averaging] if averaging else []),
             checkpoint,
             *(callbacks or []),
         ],
