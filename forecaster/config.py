@@ -173,8 +173,9 @@ class TrainConfig(StrictModel):
         ge=0,
         lt=1,
         description="keep an exponential moving average of the weights, updated every optimizer "
-        "step with this decay (0.99 weighs about the last 100 steps); validation, early stopping, "
-        "the best checkpoint and the logged model then use the averaged weights. 0 = off",
+        "step with this decay, starting from the first step's weights (they keep decay**n of it "
+        "after n steps: with 0.99, a fifth after 160); validation, early stopping, the best "
+        "checkpoint and the logged model then use the averaged weights. 0 = off",
     )
     patience: int = Field(5, ge=1, description="early stopping on val loss")
     limit_train_batches: int | None = Field(None, ge=1, description="cap batches per epoch")

@@ -62,7 +62,6 @@ def suggest(trial: optuna.Trial, base: RunConfig) -> RunConfig:
     model["dropout"] = trial.suggest_float("dropout", 0.0, 0.3)
     window["lookback"] = trial.suggest_categorical("lookback", lookback_choices(base))
     train["learning_rate"] = trial.suggest_float("learning_rate", 1e-4, 1e-2, log=True)
-    train["ema_decay"] = trial.suggest_categorical("ema_decay", [0.0, 0.99])  # averaged weights or not
     if model["architecture"] == "seq2seq":
         model["attention"] = trial.suggest_categorical("attention", ["none", "bahdanau"])
         model["teacher_forcing"] = trial.suggest_float("teacher_forcing", 0.0, 1.0)

@@ -66,11 +66,14 @@ def val_mse(network: torch.nn.Module, prepared) -> float:
 
 
 def test_early_stopping_judges_and_returns_the_averaged_weights(tmp_path):
-    cfg = config()
+    # a learning rate this high makes validation peak before the last epoch, so returning the
+    # last average instead of the best epoch's would show
+    cfg = config(ema_decay=0.5, learning_rate=0.3, epochs=6)
     prepared = prepare_series(load_from_config(cfg.data), cfg)
     raw = RawWeights()
     trained = train_model(cfg, prepared, callbacks=[raw], checkpoint_dir=tmp_path)
     best = torch.load(tmp_path / "best.ckpt", weights_only=True)
+    assert best["epoch"] < cfg.train.epochs - 1, "the best epoch is the last: the test shows nothing"
     returned = {f"network.{k}": v for k, v in trained.predictor.network.state_dict().items()}
     assert all(torch.equal(returned[k], best["state_dict"][k]) for k in returned)
     raw_then = raw.by_epoch[best["epoch"]]

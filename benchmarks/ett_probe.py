@@ -1,0 +1,166 @@
+"""Try a change to one network's ETTh1 configuration on the selection window only, the way the
+benchmark's configurations are chosen (benchmarks/README.md, "How the tables are made").
+
+    .venv/bin/python benchmarks/ett_probe.py seg-gru --set train.ema_decay=0.95 --seeds 0,1,2
+    .venv/bin/python benchmarks/ett_probe.py seg-lstm --set model.dropout=0.2 --lookbacks 96,336
+
+Each run trains as ett_benchmark.py does (its run_config, then the --set overrides) without
+MLflow, and only the selection window is scored: the test split is never evaluated, so nothing a
+probe prints or keeps can carry test figures into a choice. Per look-back and horizon it prints the
+mean selection MSE over the seeds and its ratio to the committed runs of the network's current
+configuration for the same seeds (benchmarks/results/ett-runs.jsonl), then the geometric mean of
+those ratios, the figure the benchmark's adoption rules read. Every run is appended to
+--results (benchmarks/results/ett-probes.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
+
+PROBES = bench.REPO / "benchmarks" / "results" / "ett-probes.jsonl"
+
+
+def probe_config(lookback: int, horizon: int, network: str, seed: int, epochs: int, sets: list[str]):
+    """The benchmark's configuration of ``network`` with the ``--set`` overrides applied and
+    validated (a bad one stops with the field named)."""
+    from pipelines.config import apply_override, validate
+
+    data = bench.run_config(lookback, horizon, network, seed, epochs, "cpu").model_dump()
+    for assignment in sets:
+        apply_override(data, assignment)
+    return validate(data, source="--set")
+
+
+def run_probe(config, std: float) -> dict[str, float]:
+    """Train (no MLflow) and score the selection window: MSE on the z-scored scale."""
+    from forecaster.data.datamodule import prepare
+    from forecaster.data.source import load_from_config
+    from forecaster.evaluation import evaluate
+    from forecaster.training import train_model
+
+    forecast_config = config.forecast_config()
+    prepared = prepare(load_from_config(forecast_config.data), forecast_config)
+    started = time.perf_counter()
+    trained = train_model(forecast_config, prepared)
+    seconds = time.perf_counter() - started
+    selection = evaluate(trained.predictor, prepared, "selection").metrics
+    return {
+        "selection_mse": selection["model"]["rmse"] ** 2 / std**2,
+        "selection_naive_mse": selection["naive"]["rmse"] ** 2 / std**2,
+        "epochs": trained.epochs_run,
+        "seconds": seconds,
+    }
+
+
+def committed_selection(network: str) -> dict[tuple[int, int, int], float]:
+    """(look-back, horizon, seed) -> selection MSE of the committed runs of ``network``."""
+    return {
+        (r["lookback"], r["horizon"], r["seed"]): r["selection"]["model"]["mse"]
+        for r in bench.read_runs(bench.RAW_RESULTS)
+        if r["network"] == network
+    }
+
+
+def summary(records: list[dict], network: str) -> list[str]:
+    """Mean selection MSE per look-back and horizon, its ratio to the committed runs of the same
+    seeds, and the geometric mean of the ratios."""
+    committed = committed_selection(network)
+    cells: dict[tuple[int, int], list[dict]] = {}
+    for record in records:
+        cells.setdefault((record["lookback"], record["horizon"]), []).append(record)
+    lines, ratios = [], []
+    for (lookback, horizon), runs in sorted(cells.items()):
+        mean = statistics.mean(r["selection_mse"] for r in runs)
+        seeds = sorted(r["seed"] for r in runs)
+        base = [committed.get((lookback, horizon, s)) for s in seeds]
+        ratio = None if None in base else mean / statistics.mean(base)
+        if ratio is not None:
+            ratios.append(ratio)
+        against = "no committed runs of these seeds" if ratio is None else f"{ratio:.3f}x committed"
+        lines.append(f"L={lookback:<3} H={horizon:<3} seeds {seeds}: selection MSE {mean:.4f} ({against})")
+    if ratios:
+        gmean = math.exp(statistics.mean(math.log(r) for r in ratios))
+        lines.append(f"geometric mean of the ratios over {len(ratios)} cells: {gmean:.3f}")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("network", choices=list(bench.NETWORKS))
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--lookbacks", default="336", help="comma-separated: 96 and/or 336")
+    parser.add_argument("--horizons", help="comma-separated (default: every horizon of the look-back)")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--results", type=Path, default=PROBES, help="probe runs (JSON lines)")
+    args = parser.parse_args()
+    try:
+        lookbacks = [int(x) for x in args.lookbacks.split(",")]
+        seeds = [int(x) for x in args.seeds.split(",")]
+        wanted = None if args.horizons is None else {int(x) for x in args.horizons.split(",")}
+    except ValueError as exc:
+        raise SystemExit(f"--lookbacks/--horizons/--seeds: comma-separated integers ({exc})") from None
+    if set(lookbacks) - set(bench.HORIZONS):
+        raise SystemExit(
+            f"--lookbacks: {sorted(set(lookbacks) - set(bench.HORIZONS))} not in {list(bench.HORIZONS)}"
+        )
+
+    import torch
+
+    from forecaster.errors import ConfigError
+    from pipelines.cli import quiet_libraries
+
+    quiet_libraries()
+    torch.set_num_threads(args.threads)
+    plan = [
+        (lookback, horizon, seed)
+        for lookback in lookbacks
+        for horizon in bench.HORIZONS[lookback]
+        if wanted is None or horizon in wanted
+        for seed in seeds
+    ]
+    if not plan:
+        raise SystemExit(f"--horizons: none of {sorted(wanted or [])} in {bench.HORIZONS}")
+    try:
+        configs = [probe_config(lb, h, args.network, s, args.epochs, args.sets) for lb, h, s in plan]
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
+    std = bench.ot_train_std()
+    code = bench.commit()
+    records = []
+    for (lookback, horizon, seed), config in zip(plan, configs, strict=True):
+        record = {
+            "network": args.network,
+            "sets": args.sets,
+            "lookback": lookback,
+            "horizon": horizon,
+            "seed": seed,
+            "commit": code,
+            **run_probe(config, std),
+        }
+        records.append(record)
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        with args.results.open("a") as raw:
+            raw.write(json.dumps(record) + "\n")
+        print(
+            f"{args.network} {' '.join(args.sets) or '(as committed)'} L={lookback} H={horizon} "
+            f"seed {seed}: selection MSE {record['selection_mse']:.4f} ({record['seconds']:.0f} s)",
+            flush=True,
+        )
+    print("\n".join(summary(records, args.network)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""benchmarks/ett_probe.py tries a configuration change on the selection window only: its runs
+keep no test figure, its ratios are against the committed runs of the same seeds, and a bad
+setting is named in one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+PROBE = [sys.executable, str(REPO / "benchmarks/ett_probe.py")]
+
+
+def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
+    results = tmp_path / "probes.jsonl"
+    done = subprocess.run(
+        [*PROBE, "seg-lstm", "--set", "train.epochs=1", "--lookbacks", "96", "--horizons", "24"]
+        + ["--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (record,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert set(record) == {
+        *("network", "sets", "lookback", "horizon", "seed", "commit"),
+        *("selection_mse", "selection_naive_mse", "epochs", "seconds"),
+    }
+    assert record["sets"] == ["train.epochs=1"] and record["epochs"] == 1
+    assert "selection MSE" in done.stdout and "test" not in done.stdout.lower()
+
+
+def test_ratios_are_against_the_committed_runs_of_the_same_seeds():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from ett_probe import committed_selection, summary
+
+    committed = committed_selection("seg-lstm")
+    doubled = [
+        {"lookback": 96, "horizon": 24, "seed": s, "selection_mse": 2 * committed[(96, 24, s)]}
+        for s in (0, 1)
+    ]
+    unknown = [{"lookback": 96, "horizon": 24, "seed": 99, "selection_mse": 0.05}]
+    lines = summary(doubled, "seg-lstm")
+    assert "2.000x committed" in lines[0] and lines[-1].endswith("over 1 cells: 2.000")
+    assert "no committed runs of these seeds" in summary(unknown, "seg-lstm")[0]
+
+
+def test_a_bad_setting_is_named_in_one_line():
+    for bad, says in (("train.ema_decay=1", "train.ema_decay"), ("nonsense", "expected KEY=VALUE")):
+        done = subprocess.run([*PROBE, "seg-gru", "--set", bad], capture_output=True, text=True, timeout=300)
+        assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
