@@ -50,22 +50,31 @@ def compare_runs(experiment: str, limit: int = 50) -> pd.DataFrame:
         return pd.DataFrame(columns=[*COLUMNS.values(), "seconds", "version", "status", "run id"])
     view = pd.DataFrame({label: runs.get(column) for column, label in COLUMNS.items()})
     view["seconds"] = (runs["end_time"] - runs["start_time"]).dt.total_seconds()
-    view["version"] = [registered_as(run_id) for run_id in runs["run_id"]]
+    aliases: dict[str, dict[str, list[str]]] = {}  # model name -> version -> its aliases
+    view["version"] = [registered_as(run_id, aliases) for run_id in runs["run_id"]]
     view["status"] = runs["status"]
     view["run id"] = runs["run_id"].str[:8]
     return view.sort_values(ORDER_BY, na_position="last", kind="stable").reset_index(drop=True)
 
 
-def registered_as(run_id: str) -> str | None:
-    """ "demo-forecaster v2 @champion" for a run whose model was registered, else None."""
+def registered_as(run_id: str, aliases: dict[str, dict[str, list[str]]]) -> str | None:
+    """ "demo-forecaster v2 @champion" for a run whose model was registered, else None.
+
+    The aliases come from the registered model (``aliases`` caches them per name): the versions
+    ``search_model_versions`` returns carry none (MLflow 3.17 with a SQL store)."""
+    client = mlflow.MlflowClient()
     try:
-        versions = mlflow.MlflowClient().search_model_versions(f"run_id = '{run_id}'")
+        versions = client.search_model_versions(f"run_id = '{run_id}'")
+        for name in {v.name for v in versions} - set(aliases):
+            aliases[name] = {}
+            for alias, number in client.get_registered_model(name).aliases.items():
+                aliases[name].setdefault(str(number), []).append(alias)
     except MlflowException:
         return None
     labels = []
     for version in versions:
-        aliases = "".join(f" @{alias}" for alias in sorted(version.aliases or []))
-        labels.append(f"{version.name} v{version.version}{aliases}")
+        held = "".join(f" @{alias}" for alias in sorted(aliases[version.name].get(str(version.version), [])))
+        labels.append(f"{version.name} v{version.version}{held}")
     return ", ".join(labels) or None
 
 
@@ -78,14 +87,24 @@ def formatted(column: str, value: object) -> object:
 
 
 def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
+    """The table, with room for "v2 @champion": when every registered run is a version of one
+    model, its name goes in the title instead of every row, and the status column, which would
+    only ever say FINISHED, is left out when every run finished."""
+    title = (
+        f"experiment {experiment!r}: {len(runs)} model run(s), best selection MAE first "
+        "(chosen on the later part of validation; test is only reported)"
+    )
+    labels = runs["version"].dropna()  # "NAME vN @alias", or several joined by ", "
+    names = {label.rsplit(" v", 1)[0] for label in labels}
+    if len(names) == 1 and not labels.str.contains(", ").any():
+        name = names.pop()
+        runs = runs.assign(version=runs["version"].str.removeprefix(f"{name} "))
+        title += f"; versions of {name}"
+    if runs["status"].eq("FINISHED").all():
+        runs = runs.drop(columns="status")
     columns = list(runs.columns)
     rows = [
         [formatted(column, value) for column, value in zip(columns, record, strict=True)]
         for record in runs.itertuples(index=False)
     ]
-    table(
-        f"experiment {experiment!r}: {len(runs)} model run(s), best selection MAE first "
-        "(chosen on the later part of validation; test is only reported)",
-        columns,
-        rows,
-    )
+    table(title, columns, rows)

@@ -51,7 +51,12 @@ def everything_decided(tracking_uri: str, data: tuple[str, ...]) -> dict:
     bad = train_json(tracking_uri, *BAD, *data, register="pick")
     champion = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("pick", "champion")
     predictor = load_predictor("models:/pick/1")
-    order = compare_runs("forecasting")["run id"].tolist()
+    view = compare_runs("forecasting")
+    order = view["run id"].tolist()
+    # compare names the version holding @champion beside its run (and only there)
+    holder = view.loc[view["run id"] == champion.run_id[:8], "version"].item()
+    assert holder == f"pick v{champion.version} @champion"
+    assert view["version"].str.contains("@champion").sum() == 1
     return {
         "selection": (good["selection_metrics"]["model"]["mae"], bad["selection_metrics"]["model"]["mae"]),
         "test": (good["metrics"]["model"]["mae"], bad["metrics"]["model"]["mae"]),

@@ -127,6 +127,11 @@ def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tra
     listed = forecast("compare", "--experiment", "forecasting", "--tracking-uri", tracking_uri)
     assert listed.exit_code == 0
     assert listed.stdout.index(good["run_id"][:8]) < listed.stdout.index(bad["run_id"][:8])
+    # the forced version holds @champion, and the table says so on its row (which may wrap)
+    lines = listed.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if bad["run_id"][:8] in line)
+    assert "@champion" in " ".join(lines[row : row + 2]) and listed.stdout.count("@champion") == 1
+    assert "versions of duel" in " ".join(listed.stdout.split())
 
 
 def test_register_command_registers_an_existing_run(tracking_uri):
