@@ -15,6 +15,13 @@ from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
 from forecaster.predictor import Predictor
 
 MODEL = "model"
+ATTENTION_EXAMPLES = 3  # windows whose attention weights an evaluation keeps (the heat map's)
+
+
+def example_windows(windows: int, count: int) -> np.ndarray:
+    """Indices of ``count`` evenly spaced windows out of ``windows``: plots then show the whole
+    period, not its first day."""
+    return np.linspace(0, windows - 1, num=min(count, windows)).astype(int)
 
 
 @dataclass
@@ -27,7 +34,11 @@ class Evaluation:
     actual: np.ndarray  # (N, H)
     past_target: np.ndarray  # (N, L)
     future_times: np.ndarray  # (N, H)
-    attention: np.ndarray | None  # (N, H, L) for attention models
+    # attention models: the weights (k, H, L) of the k evenly spaced windows ``attention_windows``
+    # (indices into the N windows); all N would be N x H x L numbers (2 GB at H=720, L=336 on
+    # ETTh1's test split, for a heat map that shows three)
+    attention: np.ndarray | None
+    attention_windows: np.ndarray | None = None
     intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
     per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
@@ -52,9 +63,18 @@ def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str =
     actual = windows.target()  # (N, H)
     times = windows.past_times() if predictor.uses_calendar else None
     ids = None if prepared.series.series_id is None else [prepared.series.series_id] * len(past)
-    prediction = predictor.predict(
-        past, times, return_attention=True, future=windows.future_covariates(), series_ids=ids
-    )
+    future = windows.future_covariates()
+    prediction = predictor.predict(past, times, future=future, series_ids=ids)
+    picks, attention = None, None
+    if predictor.has_attention and len(past):
+        picks = example_windows(len(past), ATTENTION_EXAMPLES)
+        attention = predictor.predict(
+            past[picks],
+            None if times is None else times[picks],
+            return_attention=True,
+            future=None if future is None else future[picks],
+            series_ids=None if ids is None else [ids[i] for i in picks],
+        ).attention  # (k, H, L)
     past_target = past[:, :, 0]  # (N, L)
     period = seasonal_period(prepared.series.frequency)
     forecasts = {
@@ -77,7 +97,8 @@ def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str =
         actual=actual,
         past_target=past_target,
         future_times=windows.future_times(),
-        attention=prediction.attention,
+        attention=attention,
+        attention_windows=picks,
         intervals=intervals,
         quantiles=prediction.quantiles,
     )
@@ -117,7 +138,10 @@ def pool(per_series: dict[str, Evaluation]) -> Evaluation:
         actual=actual,
         past_target=past_target,
         future_times=stacked(lambda e: e.future_times),
-        attention=None if first.attention is None else stacked(lambda e: e.attention),
+        # the first series' examples: its windows come first in the pooled order, so their
+        # indices stay right
+        attention=first.attention,
+        attention_windows=first.attention_windows,
         intervals=intervals,
         quantiles=quantiles,
         per_series=per_series,

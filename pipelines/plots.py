@@ -11,12 +11,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from forecaster.conformal import interval_quantiles  # noqa: E402
-from forecaster.evaluation import MODEL, Evaluation  # noqa: E402
-
-
-def example_windows(evaluation: Evaluation, count: int = 4) -> np.ndarray:
-    """Evenly spaced test windows, so the plots show the whole test period, not its first day."""
-    return np.linspace(0, evaluation.windows - 1, num=min(count, evaluation.windows)).astype(int)
+from forecaster.evaluation import MODEL, Evaluation, example_windows  # noqa: E402
 
 
 def series_picks(evaluation: Evaluation) -> list[tuple[str, Evaluation]]:
@@ -39,7 +34,7 @@ def forecast_vs_actual(evaluation: Evaluation, title: str) -> Figure:
     if evaluation.per_series:
         shown = [(result, result.windows // 2, label) for label, result in series_picks(evaluation)]
     else:
-        shown = [(evaluation, int(i), "") for i in example_windows(evaluation)]
+        shown = [(evaluation, int(i), "") for i in example_windows(evaluation.windows, 4)]
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 2.6 * len(shown)), squeeze=False)
     lookback = evaluation.past_target.shape[1]
     horizon = evaluation.actual.shape[1]
@@ -87,15 +82,16 @@ def error_by_step(evaluation: Evaluation, title: str) -> Figure:
 
 
 def attention_heatmaps(evaluation: Evaluation, title: str) -> Figure | None:
-    """Decoder step (rows) x encoder position (columns) for a few test windows."""
+    """Decoder step (rows) x encoder position (columns) for the test windows the evaluation kept
+    the weights of."""
     if evaluation.attention is None:
         return None
-    picks = example_windows(evaluation, 3)
+    picks = evaluation.attention_windows
     fig, axes = plt.subplots(1, len(picks), figsize=(5 * len(picks), 4), squeeze=False)
     lookback = evaluation.attention.shape[2]
-    for ax, i in zip(axes[0], picks, strict=True):
+    for ax, i, weights in zip(axes[0], picks, evaluation.attention, strict=True):
         image = ax.imshow(
-            evaluation.attention[i],
+            weights,
             aspect="auto",
             cmap="viridis",
             extent=(-lookback - 0.5, -0.5, evaluation.attention.shape[1] + 0.5, 0.5),
