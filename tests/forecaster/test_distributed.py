@@ -4,6 +4,9 @@ it logs the run (tests/pipelines/test_ddp.py runs two real ranks)."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
 import pytorch_lightning as pl
 import torch
 
@@ -13,7 +16,18 @@ from forecaster.data.source import load_from_config
 from forecaster.training import train_model
 
 
-def test_training_under_ddp_leaves_the_process_group_it_joined(tmp_path):
+@pytest.fixture
+def own_environment():
+    """Lightning's DDP writes LOCAL_RANK, NODE_RANK and MASTER_PORT into this process's
+    environment; a later test's `forecast train --strategy ddp` subprocess inheriting them would
+    take itself for an already launched rank and wait for a world that never comes."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_training_under_ddp_leaves_the_process_group_it_joined(tmp_path, own_environment):
     config = ForecastConfig.model_validate(
         {
             "data": {"dataset": "melbourne-temp"},
