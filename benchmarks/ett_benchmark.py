@@ -147,8 +147,8 @@ def cpu_plan(seeds: int) -> list[Plan]:
     """The CPU plan, most telling runs first (an interrupted plan resumes where it stopped): the
     segment models (many-to-one and seq2seq + attention) at both look-backs, then the plain
     networks at L=96 and a plain LSTM at L=336, then the step-by-step seq2seq at L=96 (it decodes
-    one step at a time: with attention at H=720 an epoch took 938 s on one loaded CPU thread;
-    L=336 is left to a GPU, --full); ``seeds`` seeds every row."""
+    one step at a time: with attention at H=720 an epoch took 338-1011 s on one loaded CPU
+    thread, a run 54-103 min; L=336 is left to a GPU, --full); ``seeds`` seeds every row."""
     return [
         *(Plan(336, n, HORIZONS[336], seeds) for n in ("seg-lstm", "seg-gru", "seg-seq2seq-attention")),
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("seg-lstm", "seg-seq2seq-attention")),
