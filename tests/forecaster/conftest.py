@@ -1,6 +1,21 @@
 import pytest
 
-from forecaster.config import ModelConfig
+from forecaster.config import ForecastConfig, ModelConfig
+
+
+def tiny_gru_config(**train) -> ForecastConfig:
+    """A one-layer GRU of 8 units on Melbourne's temperatures (L=14, H=4): a fit in seconds, for
+    tests of how training behaves rather than of what it learns."""
+    return ForecastConfig.model_validate(
+        {
+            "data": {"dataset": "melbourne-temp"},
+            "window": {"lookback": 14, "horizon": 4},
+            "model": {"cell": "gru", "hidden_size": 8, "layers": 1},
+            "train": {"progress_bar": False, **train},
+            "intervals": [],
+        }
+    )
+
 
 NETWORKS = {
     "rnn": dict(cell="rnn"),

@@ -12,25 +12,19 @@ from forecaster.config import ForecastConfig
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
 from forecaster.training import train_model
+from tests.forecaster.conftest import tiny_gru_config
 
 
 def config(**train) -> ForecastConfig:
-    return ForecastConfig.model_validate(
-        {
-            "data": {"dataset": "melbourne-temp"},
-            "window": {"lookback": 14, "horizon": 4},
-            "model": {"cell": "gru", "hidden_size": 8, "layers": 1},
-            "train": {
-                "epochs": 4,
-                "patience": 10,
-                "batch_size": 64,
-                "limit_train_batches": 6,
-                "learning_rate": 1e-2,
-                "ema_decay": 0.9,
-                "progress_bar": False,
-                **train,
-            },
-            "intervals": [],
+    return tiny_gru_config(
+        **{
+            "epochs": 4,
+            "patience": 10,
+            "batch_size": 64,
+            "limit_train_batches": 6,
+            "learning_rate": 1e-2,
+            "ema_decay": 0.9,
+            **train,
         }
     )
 

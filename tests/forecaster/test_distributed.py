@@ -10,10 +10,10 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
-from forecaster.config import ForecastConfig
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
 from forecaster.training import train_model
+from tests.forecaster.conftest import tiny_gru_config
 
 
 @pytest.fixture
@@ -28,22 +28,8 @@ def own_environment():
 
 
 def test_training_under_ddp_leaves_the_process_group_it_joined(tmp_path, own_environment):
-    config = ForecastConfig.model_validate(
-        {
-            "data": {"dataset": "melbourne-temp"},
-            "window": {"lookback": 14, "horizon": 4},
-            "model": {"cell": "gru", "hidden_size": 8, "layers": 1},
-            "train": {
-                "epochs": 1,
-                "batch_size": 64,
-                "limit_train_batches": 2,
-                "accelerator": "cpu",
-                "devices": 1,
-                "strategy": "ddp",
-                "progress_bar": False,
-            },
-            "intervals": [],
-        }
+    config = tiny_gru_config(
+        epochs=1, batch_size=64, limit_train_batches=2, accelerator="cpu", devices=1, strategy="ddp"
     )
     joined: list[bool] = []
 
