@@ -5,10 +5,11 @@ Everything downstream is built from this object; defaults live here and nowhere 
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class StrictModel(BaseModel):
@@ -181,10 +182,27 @@ class TrainConfig(StrictModel):
     limit_train_batches: int | None = Field(None, ge=1, description="cap batches per epoch")
     seed: int = 42
     accelerator: str = "auto"
-    devices: int | str = 1
+    devices: int | str = Field(
+        1, description="Lightning devices: a count, -1 (every device), 'auto' or indices like '0,1'"
+    )
     num_nodes: int = Field(1, ge=1)
     strategy: str = "auto"
     progress_bar: bool = True
+
+    @field_validator("devices")
+    @classmethod
+    def _lightning_devices(cls, value: int | str) -> int | str:
+        """Refused here, by name: Lightning would fail on it deep inside with a traceback. A count
+        given as text ("2" from the CLI or YAML) becomes the number."""
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value):
+            value = int(value)
+        if isinstance(value, int) and (value >= 1 or value == -1):
+            return value
+        if isinstance(value, str) and (value == "auto" or re.fullmatch(r"\d+(,\d+)*,?", value)):
+            return value
+        raise ValueError(
+            f"{value!r}: give a count (1, 2 ...), -1 (every device), 'auto' or indices like '0,1'"
+        )
 
 
 class ForecastConfig(StrictModel):

@@ -15,6 +15,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback, EarlyStopping, ProgressBar
 from pytorch_lightning.loggers import Logger
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
 from forecaster.averaging import AveragedWeights
 from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
@@ -23,6 +24,7 @@ from forecaster.conformal import conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
 from forecaster.data.scaling import StandardScaler
 from forecaster.data.windows import SeriesWindows
+from forecaster.errors import ConfigError
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
 from forecaster.predictor import Predictor
@@ -44,6 +46,19 @@ def leave_process_group() -> None:
     Lightning's process observer then SIGKILLs rank zero in the middle of logging the run."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+
+
+def lightning_trainer(config: ForecastConfig, **settings: object) -> pl.Trainer:
+    """``pl.Trainer``, with its refusal of the hardware settings (GPU indices on a CPU-only
+    machine, an unknown accelerator or strategy) named as a config error, not a traceback."""
+    try:
+        return pl.Trainer(**settings)
+    except (MisconfigurationException, TypeError, ValueError) as exc:
+        hardware = config.train
+        raise ConfigError(
+            f"train.accelerator={hardware.accelerator!r}, train.devices={hardware.devices!r}, "
+            f"train.strategy={hardware.strategy!r}: {exc}"
+        ) from None
 
 
 def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
@@ -147,7 +162,8 @@ def train_model(
     averaging = AveragedWeights(config.train.ema_decay) if config.train.ema_decay else None
     best_weights = None if averaging is None else averaging.averaged_state_dict  # what validation saw
     checkpoint = EpochCheckpoint(directory, publish, weights=best_weights)
-    trainer = pl.Trainer(
+    trainer = lightning_trainer(
+        config,
         max_epochs=config.train.epochs,
         accelerator=config.train.accelerator,
         devices=config.train.devices,

@@ -40,6 +40,13 @@ def assert_one_line_error(result, *fragments: str) -> None:
         (["--data", "melbourne-temp", "--set", "model.hidden=3"], ["model.hidden: unknown key"]),
         (["--data", "melbourne-temp", "--split", "0.7,0.3"], ["--split", "three fractions"]),
         ([], ["give --config FILE or --data"]),
+        (["--data", "melbourne-temp", "--devices", "two"], ["train.devices", "'two'", "a count"]),
+        (["--data", "melbourne-temp", "--devices", "0"], ["train.devices", "0: give a count"]),
+        (
+            ["--data", "melbourne-temp", "--accelerator", "cpu", "--devices", "0,1"],
+            ["train.devices='0,1'", "CPUAccelerator"],
+        ),
+        (["--data", "melbourne-temp", "--accelerator", "gpux"], ["train.accelerator='gpux'", "cuda"]),
     ],
     ids=[
         "missing-file",
@@ -51,6 +58,10 @@ def assert_one_line_error(result, *fragments: str) -> None:
         "unknown-key",
         "bad-split",
         "nothing",
+        "devices-word",
+        "devices-zero",
+        "gpu-indices-on-cpu",
+        "accelerator",
     ],
 )
 def test_bad_train_input(args, fragments, tracking_uri):
