@@ -18,6 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
+from forecaster.model_uri import DEFAULT_MODEL_URI
+
 app = typer.Typer(
     help="Train, track, compare and serve recurrent forecasters (RNN/LSTM/GRU/seq2seq+attention).",
     no_args_is_help=True,
@@ -591,7 +593,9 @@ def serve(
         os.environ["DEVICE"] = device
     if forecast_log:
         os.environ["FORECAST_LOG_URL"] = forecast_log
-    with shared_metrics_dir(workers):
+    from service.metrics import MULTIPROC_DIR  # serve starts the app: the one import of service/
+
+    with shared_metrics_dir(workers, MULTIPROC_DIR):
         # requests still waiting 5 s after Ctrl-C / SIGTERM are answered 503, not cut off
         uvicorn.run(
             "service.main:app",
@@ -613,9 +617,9 @@ ForecastLogUrl = Annotated[
 
 def forecast_log_url(given: str | None) -> str:
     from forecaster.errors import ConfigError
-    from service.settings import ServiceSettings
+    from monitoring.settings import MonitoringSettings
 
-    url = given or ServiceSettings().forecast_log_url
+    url = given or MonitoringSettings().forecast_log_url
     if not url:
         raise ConfigError("no forecast log: give --forecast-log URL or set FORECAST_LOG_URL")
     return url
@@ -628,28 +632,43 @@ def monitor(
     window: Annotated[
         int | None, typer.Option(min=1, help="resolved steps per model version (default: $MONITOR_WINDOW)")
     ] = None,
+    series_id: Annotated[str | None, typer.Option(help="the figures of this series only")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print GET /v1/monitor's document instead")] = False,
 ) -> None:
     """Live forecast quality from the forecast log: MAE, RMSE, MASE, skill against naive and
     seasonal naive, interval coverage, per model version and horizon step, and the status."""
+    from forecaster.redaction import redact
+    from monitoring.settings import MonitoringSettings
     from pipelines.monitor import print_monitor, read_monitor
-    from service.redaction import redact
-    from service.settings import ServiceSettings
 
     url = forecast_log_url(forecast_log)
-    document = read_monitor(url, ServiceSettings(), window)
+    document = read_monitor(url, MonitoringSettings(), window, series_id=series_id)
     if as_json:
         print(json.dumps(document))
         return
     print_monitor(document, redact(url) or "")
 
 
+@app.command("upgrade-log")
+@user_errors
+def upgrade_log(forecast_log: ForecastLogUrl = None) -> None:
+    """Migrate the forecast log to this version's layout (the service does it when it starts; this
+    is for a log read before any new service touched it, or to migrate before a deployment)."""
+    from forecaster.redaction import redact
+    from monitoring.database import upgrade
+
+    url = forecast_log_url(forecast_log)
+    revision = upgrade(url)
+    print(f"the forecast log {redact(url)} is at revision {revision}")
+
+
 @app.command()
 @user_errors
 def retrain(
     model_uri: Annotated[
-        str | None, typer.Option(help="the served alias, models:/NAME@ALIAS (default: $MODEL_URI)")
-    ] = None,
+        str,
+        typer.Option(envvar="MODEL_URI", help="the served alias, models:/NAME@ALIAS (default: $MODEL_URI)"),
+    ] = DEFAULT_MODEL_URI,
     if_degraded: Annotated[
         bool, typer.Option("--if-degraded", help="only when the monitor says degraded")
     ] = False,
@@ -668,18 +687,17 @@ def retrain(
 ) -> None:
     """Retrain the served model's config on its data extended to the latest actuals in the forecast
     log, and register the new version through the promotion gate."""
+    from monitoring.settings import MonitoringSettings
     from pipelines.console import console
     from pipelines.retrain import retrain as run_retrain
     from pipelines.tracking import connect, resolve_tracking_uri
-    from service.settings import ServiceSettings
 
-    settings = ServiceSettings()
     uri = connect(resolve_tracking_uri(tracking_uri))
     result = run_retrain(
-        model_uri or settings.model_uri,
+        model_uri,
         forecast_log_url(forecast_log),
         uri,
-        settings,
+        MonitoringSettings(),
         if_degraded=if_degraded,
         series_id=series_id,
         split=split_settings(split) if split else None,
@@ -705,21 +723,19 @@ def retrain(
 
 
 @contextlib.contextmanager
-def shared_metrics_dir(workers: int) -> Iterator[None]:
+def shared_metrics_dir(workers: int, variable: str) -> Iterator[None]:
     """With several workers, /metrics must add up every worker's values: prometheus-client's
     multiprocess mode, in $PROMETHEUS_MULTIPROC_DIR when set (emptied first, as its docs require)
     or a fresh directory removed afterwards."""
-    from service.metrics import MULTIPROC_DIR
-
     if workers == 1:
         yield
         return
-    given = os.environ.get(MULTIPROC_DIR)
+    given = os.environ.get(variable)
     directory = Path(given) if given else Path(tempfile.mkdtemp(prefix="forecast-metrics-"))
     directory.mkdir(parents=True, exist_ok=True)
     for leftover in directory.glob("*.db"):
         leftover.unlink()
-    os.environ[MULTIPROC_DIR] = str(directory)
+    os.environ[variable] = str(directory)
     try:
         yield
     finally:

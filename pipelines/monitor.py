@@ -1,32 +1,33 @@
 """`forecast monitor`: the service's live figures (GET /v1/monitor), read straight from the forecast
-log, as tables: one row per model version, then one per horizon step of the headline version."""
+log, as tables: one row per model version, then one per horizon step of the headline version.
+It only reads: a log that does not exist or is not at this version's layout is an error naming
+the URL, never a new empty database."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from monitoring.database import open_for_reading
+from monitoring.monitor import monitor
+from monitoring.scoring import Thresholds
+from monitoring.settings import MonitoringSettings
 from pipelines.console import console, table
-from service.forecast_log import connect
-from service.monitor import Thresholds, monitor
-from service.settings import ServiceSettings
 
 COLUMNS = ("count", "mae", "rmse", "mase", "skill_naive", "skill_seasonal_naive", "coverage")
 HEADERS = ("count", "MAE", "RMSE", "MASE", "skill vs naive", "skill vs seasonal naive", "coverage")
 
 
-def thresholds(settings: ServiceSettings, window: int | None) -> Thresholds:
-    base = Thresholds.from_settings(settings)
-    if window is None:
-        return base
-    return Thresholds(window, base.min_steps, base.min_skill, base.coverage_tolerance)
-
-
 def read_monitor(
-    log_url: str, settings: ServiceSettings, window: int | None = None, serving: tuple[str, str] | None = None
+    log_url: str,
+    settings: MonitoringSettings,
+    window: int | None = None,
+    serving: tuple[str, str] | None = None,
+    series_id: str | None = None,
 ) -> dict[str, Any]:
-    engine = connect(log_url)
+    engine = open_for_reading(log_url)
     try:
-        return monitor(engine, thresholds(settings, window), serving)
+        with engine.connect() as connection:
+            return monitor(connection, Thresholds.from_settings(settings, window), serving, series_id)
     finally:
         engine.dispose()
 
@@ -44,8 +45,9 @@ def print_monitor(document: dict[str, Any], shown_url: str) -> None:
         for m in models
     ]
     rows.append(["overall (answered)", "champion", "", *(document["overall"].get(c) for c in COLUMNS)])
+    of_series = f", series {document['series_id']!r}" if document.get("series_id") else ""
     table(
-        f"forecast log {shown_url}: the last {window} resolved steps per model version",
+        f"forecast log {shown_url}{of_series}: the last {window} resolved steps per model version",
         ["model", "role", "status", *HEADERS],
         rows,
     )

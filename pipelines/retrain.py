@@ -7,7 +7,7 @@ latest actual. It is written to a CSV under ``--data-dir`` and kept there: the n
 config points at it, and the promotion gate reloads a model's data to know what it was fitted on.
 
 With ``--if-degraded`` nothing is trained unless the monitor's status of the version the alias
-points at is ``degraded`` (thresholds from the service settings: MONITOR_*)."""
+points at is ``degraded`` (thresholds from the settings: MONITOR_*)."""
 
 from __future__ import annotations
 
@@ -17,19 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, select
 
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
+from forecaster.model_uri import ALIAS_URI
+from forecaster.redaction import redact
+from monitoring.actuals import observed
+from monitoring.database import open_for_reading
+from monitoring.schema import forecasts
+from monitoring.settings import MonitoringSettings
 from pipelines.config import RunConfig, apply_override
 from pipelines.evaluate import resolve_model_uri
 from pipelines.monitor import read_monitor
 from pipelines.registry import load_predictor
 from pipelines.train import TrainingOutcome, run_training
-from service.forecast_log import actuals, connect, forecasts
-from service.model_store import ALIAS_URI
-from service.redaction import redact
-from service.settings import ServiceSettings
 
 
 @dataclass
@@ -51,13 +53,10 @@ class Retraining:
         return document
 
 
-def logged_series(engine: Engine, model_name: str) -> str:
+def logged_series(connection: Connection, model_name: str) -> str:
     """The one series the model's logged forecasts name (else say which to choose from)."""
-    with engine.connect() as connection:
-        names = connection.execute(
-            select(forecasts.c.series_id).where(forecasts.c.model_name == model_name).distinct()
-        ).scalars()
-        names = sorted(names)
+    query = select(forecasts.c.series_id).where(forecasts.c.model_name == model_name).distinct()
+    names = sorted(connection.execute(query).scalars().all())
     if not names:
         raise ConfigError(f"the forecast log holds no forecasts of {model_name!r}")
     if len(names) > 1:
@@ -66,16 +65,11 @@ def logged_series(engine: Engine, model_name: str) -> str:
     return names[0]
 
 
-def observed(engine: Engine, series_id: str) -> pd.Series:
-    with engine.connect() as connection:
-        rows = connection.execute(
-            select(actuals.c.time, actuals.c.value)
-            .where(actuals.c.series_id == series_id)
-            .order_by(actuals.c.time)
-        ).all()
-    if not rows:
+def latest_actuals(connection: Connection, series_id: str) -> pd.Series:
+    latest = observed(connection, series_id)
+    if latest.empty:
         raise ConfigError(f"the forecast log holds no actuals of series {series_id!r}")
-    return pd.Series([r.value for r in rows], index=pd.DatetimeIndex([r.time for r in rows]), dtype=float)
+    return latest
 
 
 def extended_series(original: pd.Series, latest: pd.Series) -> pd.Series:
@@ -88,7 +82,7 @@ def retrain(
     model_uri: str,
     log_url: str,
     tracking_uri: str,
-    settings: ServiceSettings,
+    settings: MonitoringSettings,
     if_degraded: bool = False,
     series_id: str | None = None,
     split: dict[str, Any] | None = None,
@@ -111,10 +105,11 @@ def retrain(
             f"{model_uri} reads covariates ({', '.join(predictor.features[1:])}); the forecast log holds "
             "only the target: retrain it with `forecast train` on data that has them"
         )
-    engine = connect(log_url)
+    engine = open_for_reading(log_url)
     try:
-        series_id = series_id or logged_series(engine, resolved.name)
-        latest = observed(engine, series_id)
+        with engine.connect() as connection:
+            series_id = series_id or logged_series(connection, resolved.name)
+            latest = latest_actuals(connection, series_id)
     finally:
         engine.dispose()
     loaded = load_from_config(predictor.config.data)

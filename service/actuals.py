@@ -1,26 +1,53 @@
-"""POST /v1/actuals: the observed values, checked as strictly as /v1/predict's windows and
-stored all or nothing. pydantic checked the types and numbers; here: one timestamp per value,
-no timestamp twice in a series, zones converted to UTC as predict does (so they meet the
-forecast steps' timestamps), within the range timestamps can take."""
+"""POST /v1/actuals' body: the observed values, checked as strictly as /v1/predict's windows.
+pydantic checks the types and numbers (timestamps as ISO text only); here: one timestamp per
+value, no (series, timestamp) twice, zones converted to UTC as predict does (so they meet the
+forecast steps' timestamps), within the range timestamps can take.
+
+The whole check runs in the body parser's helper process for a large body (``parse_in_worker``):
+a batch of 100,000 values is seconds of Python, which on the event loop would hold every other
+request back."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from service.forecast_log import utc_now
-from service.parsing import ProblemItem, RequestProblems
+import numpy as np
+from pydantic import ValidationError
+
+from monitoring.actuals import ActualValues
+from service.parsing import ProblemItem, RequestProblems, problems_from
 from service.schemas import ActualsRequest
 from service.validation import EARLIEST, LATEST, PANDAS_RANGE, _naive_utc
 
 
-def actual_rows(request: ActualsRequest) -> list[dict]:
-    """One row per (series, timestamp), or RequestProblems naming every bad field."""
+def parse_actuals(body: bytes) -> tuple[ActualValues, dict[str, int]]:
+    """The values of a body, and where each series was given (its index in ``series``), or
+    RequestProblems naming every bad field."""
+    try:
+        request = ActualsRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise RequestProblems(problems_from(error)) from None
+    return actual_values(request)
+
+
+def parse_in_worker(body: bytes) -> tuple[ActualValues, dict[str, int]] | list[ProblemItem]:
+    """parse_actuals for the helper process: problems come back as a value, not an exception."""
+    try:
+        return parse_actuals(body)
+    except RequestProblems as problems:
+        return problems.problems
+
+
+def actual_values(request: ActualsRequest) -> tuple[ActualValues, dict[str, int]]:
     problems: list[ProblemItem] = []
-    rows: list[dict] = []
-    received = utc_now()
+    series_ids: list[str] = []
+    times: list[datetime] = []
+    values: list[float] = []
+    where_given: dict[str, int] = {}  # each series' first place in the request, to name it
     seen: dict[tuple[str, datetime], str] = {}  # (series, time) -> where it was first given
     for i, series in enumerate(request.series):
         where: list[str | int] = ["series", i, "timestamps"]
+        where_given.setdefault(series.series_id, i)
         if len(series.timestamps) != len(series.values):
             message = f"{len(series.timestamps)} timestamps for {len(series.values)} values"
             problems.append(ProblemItem(where, message, "length_mismatch"))
@@ -43,7 +70,12 @@ def actual_rows(request: ActualsRequest) -> list[dict]:
                 problems.append(ProblemItem([*where, k], message, "duplicate"))
                 break
             seen[key] = f"series[{i}].timestamps[{k}]"
-            rows.append({"series_id": series.series_id, "time": utc, "value": value, "received_at": received})
+            series_ids.append(series.series_id)
+            times.append(utc)
+            values.append(value)
     if problems:
         raise RequestProblems(problems)
-    return rows
+    given = ActualValues(
+        series_ids, np.array(times, dtype="datetime64[us]"), np.array(values, dtype=np.float64)
+    )
+    return given, where_given

@@ -20,16 +20,22 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from forecaster.redaction import redact_handlers
+from monitoring.collector import MonitorCollector
+from monitoring.database import LogDatabase
+from monitoring.scoring import Thresholds
+from monitoring.snapshot import SharedMonitor
+from monitoring.writer import ForecastLog
 from service.batching import Batcher
 from service.docs import mount_offline_docs
-from service.forecast_log import ForecastLog
 from service.metrics import ServiceMetrics
 from service.middleware import BodySizeLimit, RequestMetrics
 from service.model_store import ModelStore, bound_registry_calls
-from service.monitor import MonitorCollector
+from service.monitoring_helper import MonitoringHelper, read_monitor
+from service.monitoring_routes import router as monitoring_router
+from service.monitoring_routes import serving_version
 from service.parsing import BodyParser, ProblemItem, RequestProblems
 from service.predict_endpoint import PREDICT_PATH, PredictEndpoint
-from service.redaction import redact_handlers
 from service.reloader import Reloader
 from service.routes import documented, router
 from service.schemas import model_schema, request_schemas
@@ -100,9 +106,15 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         app.state.parser = parser
         forecast_log = start_forecast_log(settings, metrics)
         app.state.forecast_log = forecast_log
+        helper = MonitoringHelper(enabled=forecast_log is not None and settings.parse_offload_bytes > 0)
+        app.state.monitoring_helper = helper
+        if forecast_log is not None:
+            app.state.shared_monitor = shared_monitor(settings, forecast_log, helper, metrics)
+            app.state.monitor_collector.shared = app.state.shared_monitor
         shadow, shadow_loader = start_shadow(settings, metrics, forecast_log)
         app.state.shadow = shadow
         parser.start()
+        helper.start()
         batcher.start()
         reloader.start()  # loads in the background, retrying with backoff
         gauges = None if forecast_log is None else asyncio.create_task(refresh_monitor(app), name="monitor")
@@ -112,11 +124,12 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         await reloader.stop()
         await batcher.stop()
         await parser.stop()
+        await helper.stop()
         if shadow is not None:
             await shadow_loader.stop()
             await asyncio.to_thread(shadow.stop)
         if forecast_log is not None:
-            await asyncio.to_thread(forecast_log.stop)
+            await asyncio.to_thread(forecast_log.stop)  # within FORECAST_LOG_DRAIN_S; the rest is counted
         metrics.process_exited()
 
     app = ServiceApp(
@@ -130,17 +143,20 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.forecast_log = None
+    app.state.shared_monitor = None
     app.state.shadow = None
     app.state.monitor_collector = MonitorCollector()
     metrics.add_collector(app.state.monitor_collector)
     app.predict_endpoint = PredictEndpoint(app.state, settings, metrics)
     app.include_router(router)
+    app.include_router(monitoring_router)
     mount_offline_docs(app)
     app.openapi = model_openapi(app)  # type: ignore[method-assign]
     app.add_exception_handler(RequestProblems, request_problems)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    paths = frozenset(route.path for route in router.routes if hasattr(route, "path")) | {PREDICT_PATH}
+    routes = [*router.routes, *monitoring_router.routes]
+    paths = frozenset(route.path for route in routes if hasattr(route, "path")) | {PREDICT_PATH}
     app.add_middleware(RequestMetrics, metrics=metrics, paths=paths)
     return app
 
@@ -149,22 +165,39 @@ PROTECTED = ("/v1/predict", "/v1/model", "/v1/actuals", "/v1/monitor", "/v1/admi
 
 
 def start_forecast_log(settings: ServiceSettings, metrics: ServiceMetrics) -> ForecastLog | None:
-    """The forecast log's writer, when FORECAST_LOG_URL is set. Creating the engine touches no
-    database: an unreachable one shows in /readyz and the metrics, and predictions go on."""
+    """The forecast log's writer, when FORECAST_LOG_URL is set. Creating it touches no database
+    (the writer migrates it on first use): an unreachable one shows in /readyz and the metrics,
+    and predictions go on."""
     if not settings.forecast_log_url:
         return None
     forecast_log = ForecastLog(
-        settings.forecast_log_url,
-        metrics,
+        LogDatabase(settings.forecast_log_url),
+        metrics.log,
         settings.forecast_log_queue,
         settings.forecast_log_batch,
         settings.forecast_log_retention_days,
         settings.forecast_log_max_steps,
         settings.forecast_log_wait_ms / 1000,
+        settings.forecast_log_idempotency_hours,
+        settings.forecast_log_drain_s,
     )
     forecast_log.start()
     log.info("logging forecasts to %s", forecast_log.shown_url)
     return forecast_log
+
+
+def shared_monitor(
+    settings: ServiceSettings, forecast_log: ForecastLog, helper: MonitoringHelper, metrics: ServiceMetrics
+) -> SharedMonitor:
+    """The monitor's gauges, computed in the monitoring helper when it is their turn."""
+    thresholds = Thresholds.from_settings(settings)
+    url = forecast_log.database.url
+
+    def compute(serving: tuple[str, str] | None) -> dict[str, Any]:
+        forecast_log.database.check_file()
+        return helper.call(read_monitor, url, thresholds, serving)
+
+    return SharedMonitor(forecast_log.database, thresholds, settings.monitor_refresh_s, metrics.log, compute)
 
 
 def start_shadow(
@@ -194,13 +227,23 @@ def start_shadow(
 
 
 async def refresh_monitor(app: FastAPI) -> None:
-    """Recompute the monitor's Prometheus gauges every MONITOR_REFRESH_S, off the scrape."""
-    from service.routes import compute_monitor
-
+    """Refresh the monitor's Prometheus gauges every MONITOR_REFRESH_S, off the scrape: computed
+    by one process per period for every process sharing the log (monitoring/snapshot.py). A failed
+    refresh is counted and shown (stale gauges, /readyz); its first line is logged once per spell."""
+    shared: SharedMonitor = app.state.shared_monitor
+    failing = False
     while True:
         await asyncio.sleep(app.state.settings.monitor_refresh_s)
-        with contextlib.suppress(Exception):  # a failing log is reported by /readyz and its counters
-            await compute_monitor(app.state, app.state.forecast_log, app.state.store)
+        try:
+            await asyncio.to_thread(shared.refresh, serving_version(app.state.store))
+        except Exception:
+            if not failing:
+                log.error("the monitor's gauges could not be refreshed: %s", shared.error)
+            failing = True
+            continue
+        if failing:
+            log.info("the monitor's gauges are refreshed again")
+        failing = False
 
 
 def model_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:

@@ -13,6 +13,8 @@ import os
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.registry import Collector
 
+from monitoring.metrics import LogMetrics
+
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
@@ -75,30 +77,7 @@ class ServiceMetrics:
         self.reloads = Counter(
             "forecast_model_reloads_total", "Model (re)loads by outcome", ["outcome"], registry=self.registry
         )
-        self.log_records = Counter(
-            "forecast_log_records_total",
-            "Forecasts (one per series) handed to the forecast log, by outcome: written, dropped "
-            "(queue full) or failed (the database refused or was unreachable)",
-            ["outcome"],
-            registry=self.registry,
-        )
-        self.log_writer_cpu = Counter(
-            "forecast_log_writer_cpu_seconds",
-            "CPU time the forecast log's writer thread spent building and inserting rows",
-            registry=self.registry,
-        )
-        self.log_queue_depth = Gauge(
-            "forecast_log_queue_depth",
-            "Requests' forecasts waiting for the forecast log's writer",
-            registry=self.registry,
-            multiprocess_mode="livesum",
-        )
-        self.log_up = Gauge(
-            "forecast_log_up",
-            "1 while the forecast log's last write succeeded, 0 while it fails",
-            registry=self.registry,
-            multiprocess_mode="livemin",
-        )
+        self.log = LogMetrics(self.registry)  # the forecast log's and the monitor's
         self.shadow_requests = Counter(
             "forecast_shadow_requests_total",
             "Requests given to the shadow challenger, by outcome (scored, dropped, skipped) and reason",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,13 +16,12 @@ import mlflow
 import numpy as np
 import torch
 
+from forecaster.model_uri import ALIAS_URI, VERSION_URI
 from forecaster.predictor import Prediction, Predictor
-from service.redaction import redact
+from forecaster.redaction import redact
 
 log = logging.getLogger("service.model")
 
-ALIAS_URI = re.compile(r"^models:/(?P<name>[^/@]+)@(?P<alias>[^/]+)$")
-VERSION_URI = re.compile(r"^models:/(?P<name>[^/@]+)/(?P<version>\d+)$")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 

@@ -3,13 +3,15 @@
 Parsing is pydantic's compiled JSON validator straight from bytes (no ``json.loads`` and no Python
 per number). A body over ``parse_offload_bytes`` is parsed in a helper process, so one client
 posting megabytes cannot stall everyone else's requests on the event loop; what comes back is
-numpy arrays, which cross the process boundary as a copy of their bytes."""
+numpy arrays, which cross the process boundary as a copy of their bytes. Both bodies the service
+reads itself go this way: /v1/predict's windows and /v1/actuals' values (service/actuals.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
 import signal
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -177,24 +179,32 @@ class BodyParser:
             for worker in workers:
                 worker.kill()
 
-    async def parse(self, body: bytes) -> ParsedRequest:
+    async def parse(self, body: bytes, parse_with: Callable[[bytes], Any] = parse_in_worker) -> Any:
+        """``parse_with(body)``: inline for a small body, in the helper for a large one. It returns
+        its problems as a list (raised here as RequestProblems): exceptions do not cross processes
+        cheaply. /v1/predict's is the default; /v1/actuals passes its own."""
         if self.pool is None or len(body) <= self.offload_bytes:
-            return parse_predict(body)
+            result = parse_with(body)
+        else:
+            result = await self._offload(body, parse_with)
+        if isinstance(result, list):
+            raise RequestProblems(result)
+        return result
+
+    async def _offload(self, body: bytes, parse_with: Callable[[bytes], Any]) -> Any:
         if self.waiting >= self.max_waiting:
             raise ParserBusyError(f"{self.waiting} large bodies are already being parsed")
         self.waiting += 1
         pool = self.pool
+        assert pool is not None
         try:
-            work = asyncio.get_running_loop().run_in_executor(pool, parse_in_worker, body)
-            result = await asyncio.wait_for(work, self.timeout)
+            work = asyncio.get_running_loop().run_in_executor(pool, parse_with, body)
+            return await asyncio.wait_for(work, self.timeout)
         except TimeoutError:  # a body built to be slow: end the helper, start a fresh one
             self._replace(pool)
             raise ParseTimeoutError(f"the body took longer than {self.timeout:g} s to parse") from None
         except BrokenProcessPool:  # the helper died (killed, out of memory): a new one, and inline now
             self._replace(pool)
-            result = parse_in_worker(body)
+            return parse_with(body)
         finally:
             self.waiting -= 1
-        if isinstance(result, list):
-            raise RequestProblems(result)
-        return result

@@ -10,6 +10,7 @@ by FastAPI all the same (``routes.documented``); tests/service hold its contract
 The steps, each answering as the route did:
   413 the declared Content-Length is over MAX_BODY_BYTES (before anything else, as a proxy would)
   401 API_KEY is set and the request lacks it (before one byte of the body is read)
+  422 an Idempotency-Key header that is not 1-200 printable ASCII characters
   503 no model is loaded yet (Retry-After)
   415 the body is not declared as JSON
   408 the body did not arrive within BODY_TIMEOUT_S; 413 it grew past MAX_BODY_BYTES
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import Any
 
@@ -31,6 +33,10 @@ import orjson
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
+from forecaster.redaction import redact
+from monitoring.records import ForecastRecord
+from monitoring.scoring import CHAMPION
+from monitoring.writer import ForecastLog
 from service.batching import (
     Answer,
     Batcher,
@@ -39,10 +45,8 @@ from service.batching import (
     QueueFullError,
     ShuttingDownError,
 )
-from service.forecast_log import ForecastLog, ForecastRecord
 from service.metrics import ServiceMetrics
 from service.model_store import ModelStore, not_ready_reason
-from service.monitor import CHAMPION
 from service.parsing import (
     BodyParser,
     ParsedRequest,
@@ -51,7 +55,6 @@ from service.parsing import (
     ProblemItem,
     RequestProblems,
 )
-from service.redaction import redact
 from service.request_ids import next_request_id
 from service.responses import forecast_body
 from service.security import UNAUTHORIZED, key_matches
@@ -127,6 +130,7 @@ class PredictEndpoint:
         headers = dict(scope["headers"])  # lower-case names; a repeated one keeps its last value
         self.check_declared_length(headers.get(b"content-length"))
         self.check_key(headers)
+        idempotency_key = checked_idempotency_key(headers.get(b"idempotency-key"))
         store: ModelStore = self.state.store
         model = store.current
         if model is None:
@@ -149,15 +153,21 @@ class PredictEndpoint:
         forecast_log: ForecastLog | None = self.state.forecast_log
         if forecast_log is None:
             return body, ()
-        request_id = self.log_forecasts(forecast_log, parsed, windows, answer)
+        request_id = self.log_forecasts(forecast_log, parsed, windows, answer, idempotency_key)
         return body, () if request_id is None else ((b"x-request-id", request_id.encode()),)
 
     def log_forecasts(
-        self, forecast_log: ForecastLog, parsed: ParsedRequest, windows: Windows, answer: Answer
+        self,
+        forecast_log: ForecastLog,
+        parsed: ParsedRequest,
+        windows: Windows,
+        answer: Answer,
+        idempotency_key: str | None = None,
     ) -> str | None:
         """Hand the answered forecasts of series with a ``series_id`` and timestamps to the forecast
-        log (a queue: nothing is written here); returns the request id they are logged under.
-        Never raises: the answer is already made and the log must not cost it."""
+        log (a queue: nothing is written here); returns the request id they are logged under. With
+        an ``Idempotency-Key``, the log writes a request's forecasts once however often it is
+        retried. Never raises: the answer is already made and the log must not cost it."""
         try:
             keep = [
                 i
@@ -167,7 +177,9 @@ class PredictEndpoint:
             if not keep:
                 return None
             request_id = next_request_id()
-            forecast_log.submit(forecast_record(request_id, CHAMPION, answer, parsed, windows, keep))
+            record = forecast_record(request_id, CHAMPION, answer, parsed, windows, keep)
+            record.idempotency_key = idempotency_key
+            forecast_log.submit(record)
             shadow: Shadow | None = self.state.shadow
             if shadow is not None:
                 shadow.submit(
@@ -178,6 +190,7 @@ class PredictEndpoint:
                         [windows.future[i] for i in keep],
                         answer.model.predictor.frequency,
                         [parsed.series[i].future for i in keep],
+                        idempotency_key,
                     )
                 )
             return request_id
@@ -284,6 +297,19 @@ class PredictEndpoint:
             raise RequestProblems([ProblemItem(["series"], message, "forecast_failed")]) from None
         finally:
             gone.cancel()
+
+
+IDEMPOTENCY_KEY = re.compile(rb"^[\x21-\x7e]{1,200}$")  # printable ASCII, no blanks
+
+
+def checked_idempotency_key(raw: bytes | None) -> str | None:
+    """The request's Idempotency-Key, or a 422 naming the header."""
+    if raw is None:
+        return None
+    if not IDEMPOTENCY_KEY.match(raw):
+        message = "1 to 200 printable ASCII characters without blanks (a UUID, say)"
+        raise RequestProblems([ProblemItem(["headers", "Idempotency-Key"], message, "invalid")])
+    return raw.decode("ascii")
 
 
 async def send_json(send: Send, status: int, document: Any, headers: dict[str, str] | None = None) -> int:

@@ -1,34 +1,29 @@
-"""The routes FastAPI answers: model description, health, readiness, metrics, admin. Every error a
-caller can cause is a 4xx naming the field.
+"""The routes FastAPI answers: model description, health, readiness, metrics, admin (actuals and the
+monitor: service/monitoring_routes.py). Every error a caller can cause is a 4xx naming the field.
 
 POST /v1/predict is answered before routing by ``service.predict_endpoint`` (a plain ASGI handler,
 for speed); ``documented`` declares it here for the OpenAPI document only."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import ValidationError
 
-from service.actuals import actual_rows
+from forecaster.redaction import redact
+from monitoring.snapshot import SharedMonitor
+from monitoring.writer import ForecastLog
 from service.batching import Batcher
-from service.forecast_log import ForecastLog, resolved_count, upsert_actuals
 from service.model_store import ModelStore, not_ready_reason
-from service.monitor import Thresholds, monitor
-from service.parsing import RequestProblems, problems_from
-from service.redaction import redact
 from service.schemas import (
-    ActualsRequest,
-    ActualsStored,
     CovariateSpec,
     ForecastLogHealth,
     Message,
     ModelDescription,
+    MonitorHealth,
     PredictResponse,
     Readiness,
     ValidationProblems,
@@ -136,8 +131,11 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
     model still served while the registry cannot be asked is ``stale``."""
     model = store.current
     log_health = forecast_log_health(request.app.state.forecast_log)
+    monitor = monitor_health(request.app.state.shared_monitor)
     if model is None:
-        body = Readiness(status="not ready", reason=not_ready_reason(store), forecast_log=log_health)
+        body = Readiness(
+            status="not ready", reason=not_ready_reason(store), forecast_log=log_health, monitor=monitor
+        )
         return JSONResponse(readiness(body), status_code=503, headers={"Retry-After": "5"})
     if not batcher.alive:
         body = Readiness(
@@ -145,6 +143,7 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
             reason="the batcher is restarting",
             version=model.ref.version,
             forecast_log=log_health,
+            monitor=monitor,
         )
         return JSONResponse(readiness(body), status_code=503, headers={"Retry-After": "1"})
     stale = store.status.failures > 0
@@ -153,14 +152,19 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
         since = time.time() - (store.status.last_success or model.loaded_at)
         reason = f"serving version {model.ref.version}; {store.status.reason} for {since:.0f} s"
     ready = Readiness(
-        status="ready", version=model.ref.version, stale=stale, reason=reason, forecast_log=log_health
+        status="ready",
+        version=model.ref.version,
+        stale=stale,
+        reason=reason,
+        forecast_log=log_health,
+        monitor=monitor,
     )
     return JSONResponse(readiness(ready))
 
 
 def readiness(body: Readiness) -> dict[str, Any]:
-    """The document, without ``forecast_log`` when no log is configured (as before there was one)."""
-    return body.model_dump(exclude={"forecast_log"} if body.forecast_log is None else None)
+    """The document, without ``forecast_log`` and ``monitor`` when no log is configured."""
+    return body.model_dump(exclude={"forecast_log", "monitor"} if body.forecast_log is None else None)
 
 
 def forecast_log_health(forecast_log: ForecastLog | None) -> ForecastLogHealth | None:
@@ -175,94 +179,13 @@ def forecast_log_health(forecast_log: ForecastLog | None) -> ForecastLogHealth |
         written=health.written,
         dropped=health.dropped,
         failed=health.failed,
+        duplicates=health.duplicates,
+        abandoned=health.abandoned,
     )
 
 
-def configured_log(request: Request) -> ForecastLog:
-    forecast_log = request.app.state.forecast_log
-    if forecast_log is None:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            detail="no forecast log is configured: set FORECAST_LOG_URL (or forecast serve --forecast-log)",
-        )
-    return forecast_log
-
-
-def log_unavailable(exc: Exception, consequence: str) -> HTTPException:
-    error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-    return unavailable(f"the forecast log cannot be reached ({error}); {consequence}", retry_after=5)
-
-
-ACTUALS_WAIT_S = 2.0  # the longest POST /v1/actuals waits for the forecasts queued before it
-
-
-@router.post(
-    "/v1/actuals",
-    response_model=ActualsStored,
-    dependencies=[Depends(require_api_key)],
-    responses={k: ERRORS[k] for k in (401, 413, 422, 503)}
-    | {404: {"model": Message, "description": "no forecast log is configured"}},
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActualsRequest"}}},
-        }
-    },
-)
-async def post_actuals(request: Request) -> ActualsStored:
-    """Observed values, joined to every logged forecast step they resolve (by series_id and
-    timestamp). Idempotent: a value sent twice is stored once; a new value for a stored time
-    replaces it (a correction). A bad request stores nothing (422 naming the field)."""
-    forecast_log = configured_log(request)
-    rows = actual_rows(parse_actuals(await request.body()))
-    try:
-        await asyncio.to_thread(upsert_actuals, forecast_log.engine, rows)
-        await asyncio.to_thread(forecast_log.written_through, ACTUALS_WAIT_S)
-        resolved = await asyncio.to_thread(resolved_count, forecast_log.engine, rows)
-    except Exception as exc:
-        raise log_unavailable(exc, "nothing was stored") from None
-    return ActualsStored(stored=len(rows), resolved_steps=resolved)
-
-
-def parse_actuals(body: bytes) -> ActualsRequest:
-    """The body through pydantic's JSON validator, as /v1/predict's: a body that is not JSON (or
-    not UTF-8) is a 422 naming it, where FastAPI's own parsing would answer a bare 400."""
-    try:
-        return ActualsRequest.model_validate_json(body)
-    except ValidationError as error:
-        raise RequestProblems(problems_from(error)) from None
-
-
-@router.get(
-    "/v1/monitor",
-    dependencies=[Depends(require_api_key)],
-    responses={
-        401: ERRORS[401],
-        404: {"model": Message, "description": "no forecast log is configured"},
-        503: ERRORS[503],
-    },
-)
-async def get_monitor(request: Request, store: Store) -> JSONResponse:
-    """Live forecast quality over the rolling window of resolved forecast steps: count, MAE, RMSE,
-    MASE, skill against naive and seasonal naive, interval coverage; overall, per model version
-    (champion and shadow challenger) and per horizon step; and a status (ok, degraded,
-    insufficient data) against the thresholds in the settings."""
-    forecast_log = configured_log(request)
-    document = await compute_monitor(request.app.state, forecast_log, store)
-    return JSONResponse(document)
-
-
-async def compute_monitor(state: Any, forecast_log: ForecastLog, store: ModelStore) -> dict[str, Any]:
-    """The monitor document (queries in a thread); also refreshes the Prometheus gauges."""
-    thresholds = Thresholds.from_settings(state.settings)
-    model = store.current
-    serving = None if model is None or model.ref.version is None else (model.ref.name, model.ref.version)
-    try:
-        document = await asyncio.to_thread(monitor, forecast_log.engine, thresholds, serving)
-    except Exception as exc:
-        raise log_unavailable(exc, "try again later") from None
-    state.monitor_collector.document = document
-    return document
+def monitor_health(shared: SharedMonitor | None) -> MonitorHealth | None:
+    return None if shared is None else MonitorHealth(**shared.health())
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -6,10 +6,20 @@ schema as precise as the loaded model allows, so clients and fuzzers generate va
 from __future__ import annotations
 
 import copy
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    Tag,
+    field_validator,
+)
 
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -33,6 +43,22 @@ Values = Annotated[
 
 EXAMPLE_WINDOW = [10.2, 11.0, 9.8, 10.5, 12.1, 11.7, 10.9, 9.5, 10.0, 11.3, 12.4, 11.9, 10.8, 10.1]
 EXAMPLE_WINDOW += [9.9, 11.2, 12.0, 12.6, 11.4, 10.7, 10.3, 9.6, 10.4, 11.8, 12.2, 11.5, 10.6, 10.0]
+
+
+ISO_TEXT = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def iso_text(value: Any) -> Any:
+    """Timestamps are ISO 8601 text ("2024-01-31", "2024-01-31T12:00:00Z"). A number would be read
+    as seconds since 1970 by pydantic: 1990 (a year?) as 1970-01-01T00:33:10, silently."""
+    if not isinstance(value, str) or not ISO_TEXT.match(value):
+        raise ValueError(
+            f"{value!r} is not an ISO 8601 timestamp text such as 2024-01-31 or 2024-01-31T12:00:00Z"
+        )
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(iso_text)]
 
 
 class Strict(BaseModel):
@@ -63,7 +89,7 @@ class SeriesIn(Strict):
         ...,
         description="one window, oldest first: L numbers (univariate) or L rows of F numbers",
     )
-    timestamps: list[datetime] | None = Field(
+    timestamps: list[Timestamp] | None = Field(
         None,
         description="one per value, evenly spaced at the model's frequency; needed by calendar models, "
         "and gives future timestamps back. Zone-aware stamps are converted to UTC.",
@@ -195,6 +221,18 @@ class ForecastLogHealth(BaseModel):
     written: int
     dropped: int = Field(description="forecasts dropped because the queue was full")
     failed: int = Field(description="forecasts whose write failed")
+    duplicates: int = Field(description="forecasts of retried requests (an Idempotency-Key logged before)")
+    abandoned: int = Field(description="forecasts still queued when a shutdown's drain budget ran out")
+
+
+class MonitorHealth(BaseModel):
+    status: Literal["pending", "fresh", "stale", "failing"] = Field(
+        description="the monitor's gauges: not computed yet, current, not refreshed for 2.5 periods, "
+        "or the last refresh failed"
+    )
+    computed_at: str | None = Field(None, description="when they were computed (UTC)")
+    age_s: float | None = None
+    error: str | None = Field(None, description="the last refresh's error, credentials redacted")
 
 
 class Readiness(BaseModel):
@@ -205,11 +243,14 @@ class Readiness(BaseModel):
     forecast_log: ForecastLogHealth | None = Field(
         None, description="when a forecast log is configured; a failing log never stops predictions"
     )
+    monitor: MonitorHealth | None = Field(None, description="when a forecast log is configured")
 
 
 class ActualSeries(Strict):
     series_id: SeriesId
-    timestamps: list[datetime] = Field(..., min_length=1, description="one per value; zone-aware: UTC")
+    timestamps: list[Timestamp] = Field(
+        ..., min_length=1, description="ISO 8601 text, one per value; zone-aware ones are converted to UTC"
+    )
     values: list[Number] = Field(..., min_length=1, description="the observed target")
 
 

@@ -1,6 +1,9 @@
-"""The API key. When API_KEY is set, predict, the model description and admin routes need it
-(X-API-Key or Bearer); admin routes are off altogether while no key is configured, so a service
-started without one cannot be reloaded or inspected by strangers.
+"""The API key. When API_KEY is set, predict, the model description, the monitoring routes and
+admin routes need it (X-API-Key or Bearer). Admin routes are off altogether while no key is
+configured, so a service started without one cannot be reloaded or inspected by strangers; so are
+the monitoring routes (posting actuals, reading the monitor), unless MONITORING_OPEN_WITHOUT_API_KEY
+opens them: an anonymous actual changes a model's status, and `forecast retrain` trains on the
+actuals.
 
 These are route dependencies on routes that read their body themselves, so the key is checked
 before a single byte of the body is read."""
@@ -41,6 +44,21 @@ def _unauthorized() -> HTTPException:
 async def require_api_key(request: Request) -> None:
     """Open when no key is configured; otherwise the key must match."""
     if request.app.state.settings.api_key and not key_is_valid(request):
+        raise _unauthorized()
+
+
+async def require_monitoring_access(request: Request) -> None:
+    """/v1/actuals and /v1/monitor: the key when one is set; without one, 403 unless opened."""
+    settings = request.app.state.settings
+    if not settings.api_key:
+        if settings.monitoring_open_without_api_key:
+            return
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            detail="actuals and the monitor are off without a key: set API_KEY (and send it), or set "
+            "MONITORING_OPEN_WITHOUT_API_KEY=true to let anyone who reaches the service use them",
+        )
+    if not key_is_valid(request):
         raise _unauthorized()
 
 

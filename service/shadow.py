@@ -18,11 +18,12 @@ import pandas as pd
 
 from forecaster.data.frequency import step_of
 from forecaster.predictor import Predictor
-from service.forecast_log import ForecastLog, ForecastRecord
+from monitoring.queue_worker import QueueWorker
+from monitoring.records import ForecastRecord
+from monitoring.scoring import CHALLENGER
+from monitoring.writer import ForecastLog
 from service.metrics import ServiceMetrics
 from service.model_store import ModelStore
-from service.monitor import CHALLENGER
-from service.queue_worker import QueueWorker
 
 log = logging.getLogger("service.shadow")
 
@@ -37,6 +38,7 @@ class ShadowJob:
     future: list[np.ndarray]  # per series: (H_champion,) the champion's forecast timestamps
     frequency: str  # the champion's: the requests were validated against it
     covariates: list[dict[str, np.ndarray] | None] = field(default_factory=list)  # per series, as sent
+    idempotency_key: str | None = None  # the request's: a retry is logged once, the challenger's part too
 
 
 class Shadow(QueueWorker[ShadowJob]):
@@ -117,6 +119,7 @@ class Shadow(QueueWorker[ShadowJob]):
                 mean=prediction.mean,
                 quantiles=prediction.quantiles,
                 levels=predictor.interval_levels,
+                idempotency_key=job.idempotency_key,
             )
         )
         self._count("scored", "")

@@ -69,6 +69,8 @@ def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -
         stamps.append(_timestamps(series, i, predictor, problems))
         covariates.append(_future_covariates(series, i, predictor, problems))
     future = [] if problems else _future(stamps, predictor, problems)
+    if not problems:
+        _one_forecast_per_series_and_origin(request, stamps, problems)
     if problems:
         raise RequestProblems(problems)
     timestamps = None
@@ -77,6 +79,27 @@ def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -
     ahead = np.stack(covariates) if predictor.future_covariates else None  # (n, H, Kf)
     ids = [series.series_id for series in request.series] if predictor.is_panel else None
     return Windows(np.stack(windows), timestamps, future, ahead, ids)
+
+
+def _one_forecast_per_series_and_origin(
+    request: ParsedRequest, stamps: list[np.ndarray | None], problems: list
+) -> None:
+    """A series_id with the same last timestamp twice is the same forecast twice: the forecast log
+    would hold it twice and each actual would count twice. (The same series from several origins,
+    a backlog, is several forecasts, and welcome.)"""
+    first_as: dict[tuple[str, np.datetime64], int] = {}
+    for i, (series, times) in enumerate(zip(request.series, stamps, strict=True)):
+        if series.series_id is None or times is None:
+            continue
+        key = (series.series_id, times[-1])
+        if key in first_as:
+            message = (
+                f"series {series.series_id!r} from the same origin as series[{first_as[key]}]: "
+                "send each forecast once"
+            )
+            problems.append(ProblemItem(["series", i, "series_id"], message, "duplicate"))
+        else:
+            first_as[key] = i
 
 
 def _future_covariates(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,39 @@ def venv_bin() -> Path:
     import sys
 
     return Path(sys.executable).parent
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str | None]:
+    """One PostgreSQL server for the session (None when its binaries are missing)."""
+    from tests.postgres import postgres_server, why_unavailable  # it imports this module
+
+    if why_unavailable() is not None:
+        yield None
+        return
+    with postgres_server("postgres_tests") as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def log_url(request, tmp_path, postgres_url) -> str:
+    """A URL where no log exists yet (the forecast log's tests): an SQLite file, or a new database
+    of the session's PostgreSQL server."""
+    import psycopg
+    from sqlalchemy import make_url
+
+    from tests.postgres import why_unavailable  # it imports this module: not at the top
+
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'forecasts.db'}"
+    if postgres_url is None:
+        pytest.skip(f"PostgreSQL unavailable: {why_unavailable()}")
+    name = f"log_{next(_databases)}"
+    server = make_url(postgres_url)
+    with psycopg.connect(host=server.host, port=server.port, user=server.username, dbname=server.database,
+                         autocommit=True) as connection:  # fmt: skip
+        connection.execute(f"CREATE DATABASE {name}")
+    return str(server.set(database=name))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import jsonschema
@@ -110,6 +111,22 @@ def test_image_installs_like_readme_and_runs_as_non_root():
     assert re.search(r"^COPY .*requirements\.lock", dockerfile, flags=re.M)  # the lock is in the image
     users = re.findall(r"^USER\s+(\S+)", dockerfile, flags=re.M)
     assert users and users[-1] not in {"root", "0"}
+    # every package pyproject installs is in the image (a package left out installs nothing)
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    packages = {name.rstrip("*") for name in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", dockerfile, flags=re.M))
+    assert packages <= copied, f"the Dockerfile does not copy {sorted(packages - copied)}"
+
+
+def test_the_api_has_time_to_drain_the_forecast_log_before_it_is_killed(compose):
+    """uvicorn's graceful shutdown, then the log writer's drain budget, within the stop grace."""
+    from monitoring.settings import MonitoringSettings
+
+    api = compose["services"]["api"]
+    graceful = float(api["command"][api["command"].index("--timeout-graceful-shutdown") + 1])
+    drain = MonitoringSettings.model_fields["forecast_log_drain_s"].default
+    grace = float(api["stop_grace_period"].removesuffix("s"))
+    assert graceful + drain < grace
 
 
 def test_readme_mentions_only_services_that_exist(compose):
@@ -133,10 +150,10 @@ def nginx_size(value: str) -> int:
 
 @pytest.mark.parametrize(
     ("modifier", "path"),
-    [("^~", "/v1/admin/"), ("=", "/metrics")],
-    ids=["admin", "metrics"],
+    [("^~", "/v1/admin/"), ("=", "/metrics"), ("^~", "/v1/actuals"), ("^~", "/v1/monitor")],
+    ids=["admin", "metrics", "actuals", "monitor"],
 )
-def test_proxy_does_not_publish_admin_or_metrics(modifier, path):
+def test_proxy_does_not_publish_admin_monitoring_or_metrics(modifier, path):
     conf = nginx_conf()
     block = re.search(rf"location\s+{re.escape(modifier)}\s+{re.escape(path)}\s*\{{(?P<body>[^}}]*)\}}", conf)
     assert block, f"deploy/nginx.conf has no `location {modifier} {path}` block"

@@ -114,6 +114,7 @@ def test_a_level_shift_degrades_and_retraining_recovers(drifting, tmp_path):
         forecast_log_url=log_url,
         monitor_window=WINDOW,
         monitor_min_steps=40,
+        monitoring_open_without_api_key=True,  # no API_KEY in this test
     )
     try:
         with TestClient(create_app(settings)) as client:

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
+from monitoring.database import open_for_reading
+from monitoring.schema import forecasts
 from pipelines.config import load_run_config
 from pipelines.train import run_training
-from service.forecast_log import connect, forecasts
 from tests.service.conftest import serving
 
 LOOKBACK, HORIZON = 14, 4
@@ -171,7 +172,7 @@ def test_series_id_selects_a_panel_models_learned_series_vector(store):
 
 def logged_forecasts(log_url: str) -> dict[tuple[str, str], list[float]]:
     """(role, series id) -> the logged forecast values, by step."""
-    engine = connect(log_url)
+    engine = open_for_reading(log_url)
     try:
         with engine.connect() as connection:
             rows = connection.execute(

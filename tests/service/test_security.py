@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from service.redaction import RedactingFormatter, redact, redact_handlers
+from forecaster.redaction import RedactingFormatter, redact, redact_handlers
 from tests.service.conftest import live_server, serving
 from tests.service.test_http import window
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from service.queue_worker import QueueWorker
+from monitoring.queue_worker import QueueWorker
 
 
 class Collector(QueueWorker[int]):

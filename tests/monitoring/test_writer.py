@@ -1,0 +1,120 @@
+"""The writer: nothing handed to it is lost without being counted, a retry is logged once, and a
+record the database refuses fails alone."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+
+import numpy as np
+from sqlalchemy import func, select
+
+from monitoring.database import LogDatabase
+from monitoring.records import utc_now
+from monitoring.retention import prune
+from monitoring.schema import forecasts, idempotency_keys
+from monitoring.writer import ForecastLog
+from tests.monitoring.conftest import metrics, record
+
+
+def count(database, table=forecasts) -> int:
+    with database.connect() as connection:
+        return connection.execute(select(func.count()).select_from(table)).scalar_one()
+
+
+def sample(log: ForecastLog, outcome: str) -> float:
+    return log.metrics.records.labels(outcome)._value.get()
+
+
+def test_waiting_for_the_writer_is_bounded_and_ignores_what_is_queued_later(tmp_path):
+    """POST /v1/actuals waits for the forecasts queued before it, never longer than its bound:
+    a writer that is stuck (here: never started) costs the caller the bound, not a hang."""
+    log = ForecastLog(LogDatabase(f"sqlite:///{tmp_path / 'forecasts.db'}"), metrics(), wait_s=0.01)
+    assert log.written_through(0.01)  # nothing queued yet
+    log.submit(record())
+    assert not log.written_through(0.2)
+    log.start()
+    assert log.written_through(5.0)
+    assert log.health.written == 1
+    assert log.stop()
+
+
+def test_a_deleted_or_replaced_sqlite_file_is_reported_and_nothing_is_written_into_it(tmp_path):
+    """SQLite writes on into a file deleted under it (the open descriptor keeps the old inode):
+    the writer checks the file before each batch and fails instead, counted and shown."""
+    path = tmp_path / "forecasts.db"
+    log = ForecastLog(LogDatabase(f"sqlite:///{path}"), metrics(), wait_s=0.0)
+    log.start()
+    log.submit(record())
+    assert log.flush()
+    assert log.health.written == 1 and not log.health.failing
+    os.remove(path)
+    for n in range(5):
+        log.submit(record(request_id=f"after-{n}"))
+    assert log.flush()
+    assert log.health.written == 1 and log.health.failed == 5
+    assert "was deleted while the service ran" in log.health.error
+    assert log.metrics.up._value.get() == 0
+    path.write_bytes(b"")  # another file at the same path: still not the log it opened
+    log.submit(record(request_id="replaced"))
+    assert log.flush()
+    assert log.health.failed == 6 and "replaced by another file" in log.health.error
+    log.stop()
+
+
+def test_shutdown_with_a_slow_database_counts_and_logs_what_it_could_not_write(caplog):
+    """A database that accepts connections and never answers: the writer is stuck on its first
+    batch when the drain budget runs out. What is still queued is counted as abandoned and said
+    in one line, with the batch still in flight."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"postgresql://log:pw@127.0.0.1:{silent.getsockname()[1]}/forecasts"
+        log = ForecastLog(LogDatabase(url), metrics(), batch=2, wait_s=0.0, drain_s=0.5)
+        for n in range(10):
+            log.submit(record(request_id=f"r{n}"))
+        log.start()
+        time.sleep(0.2)  # the writer takes its first batch and waits on the database
+        with caplog.at_level(logging.ERROR, logger="monitoring.writer"):
+            stopped = log.stop()
+    assert not stopped
+    assert log.health.abandoned == 8 and sample(log, "abandoned") == 8
+    (line,) = [r.getMessage() for r in caplog.records if "did not drain" in r.getMessage()]
+    assert "8 queued forecasts were not written" in line and "a batch of 2 forecasts" in line
+    assert "pw" not in line
+
+
+def test_a_record_the_database_refuses_fails_alone_not_its_batch(database, caplog):
+    bad = record(request_id="bad")
+    bad.future_times = [np.array(["NaT"] * 4, dtype="datetime64[us]")]  # no time to store it under
+    log = ForecastLog(database, metrics())
+    with caplog.at_level(logging.ERROR, logger="monitoring.writer"):
+        log._write([record(request_id="a"), bad, record(request_id="b")])
+    assert (log.health.written, log.health.failed) == (2, 1)
+    assert not log.health.failing  # the database works: /readyz must not say it is failing
+    assert count(database) == 2
+    assert any("refused request bad's forecasts" in r.getMessage() for r in caplog.records)
+
+
+def test_a_retried_request_is_logged_once_per_idempotency_key(database):
+    log = ForecastLog(database, metrics())
+    log.write_batch([record(key="k1"), record(key="k1"), record(key="k2"), record()])
+    log.write_batch([record(key="k1"), record(key="k1", role="challenger")])
+    assert count(database) == 4  # k1, k2, the unkeyed one, and k1's challenger forecast
+    assert (log.health.written, log.health.duplicates) == (4, 2)
+    assert sample(log, "duplicate") == 2
+
+
+def test_idempotency_keys_are_forgotten_after_their_period(database):
+    from datetime import timedelta
+
+    log = ForecastLog(database, metrics())
+    log.write_batch([record(key="old")])
+    with database.begin() as connection:
+        connection.execute(idempotency_keys.update().values(logged_at=utc_now() - timedelta(days=2)))
+        prune(connection, timedelta(days=90), 10**9, timedelta(hours=24))
+    assert count(database, idempotency_keys) == 0
+    log.write_batch([record(key="old")])  # a key reused after its period is a new request
+    assert count(database) == 2
