@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 import re
 
-# scheme://user:password@host -> scheme://***@host (any userinfo, with or without a password)
-USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/@\s'\"]+@")
+# scheme://user:password@host -> scheme://***@host (any userinfo, with or without a password; up
+# to the authority's last "@", so a password holding a raw "@" is hidden whole)
+USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)[^/\s'\"]*@")
 # ?password=..., &token=..., X-Amz-Signature=... in query strings and key=value texts
 SECRET_PARAMS = re.compile(
     r"(?P<key>(?:password|passwd|pwd|token|secret|api[_-]?key|signature|credential|x-amz-[a-z-]+)=)"

@@ -26,6 +26,7 @@ from forecaster.redaction import redact
 
 VERSION_TABLE = "forecast_log_version"  # not alembic_version: the log may share MLflow's database
 MIGRATIONS = "monitoring:migrations"
+BUSY_TIMEOUT_S = 30.0
 MIGRATION_LOCK = 0x464C4F47  # pg_advisory_xact_lock key ("FLOG"): one migrating process at a time
 
 # The layouts earlier versions created without a version table, recognised by their columns, and
@@ -189,7 +190,9 @@ class LogDatabase:
     def __init__(self, url: str) -> None:
         self.url = url
         self.shown_url = redact(url) or ""
-        self.engine = log_engine(url, writer=True)
+        # SQLite: wait up to 30 s for the write lock (a large actuals batch holds it for seconds;
+        # a writer giving up after 5 s lost its batch)
+        self.engine = log_engine(url, writer=True, timeout_s=BUSY_TIMEOUT_S)
         self.path = sqlite_path(url)
         self.identity: tuple[int, int] | None = None
         self.prepared = False

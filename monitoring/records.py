@@ -39,6 +39,7 @@ class ForecastRecord:
     quantiles: dict[float, np.ndarray]  # level -> (n, H)
     levels: list[float]  # the model's interval levels
     idempotency_key: str | None = None  # the request's Idempotency-Key header: logged once per key
+    fingerprint: str | None = None  # a digest of the request's body, beside its key
 
 
 FORECAST_COLUMNS = tuple(column.name for column in forecasts.columns if column.name != "id")

@@ -157,14 +157,15 @@ def resolve_new_actuals(connection: Connection, known: pd.DataFrame, at: datetim
     if known.empty:
         return 0
     total = 0
-    spans = known.groupby("series_id", sort=True)["target_time"].agg(["min", "max"])
-    # series posted over the same span (a day's values for every series: the usual case) share
-    # one query per IN list
-    for (first, last), group in spans.groupby(["min", "max"], sort=False):
-        series_ids = group.index.tolist()
-        logged = forecasts_overlapping(
-            connection, series_ids, pd.Timestamp(first).to_pydatetime(), pd.Timestamp(last).to_pydatetime()
-        )
+    # the series in order of their first value, IN_LIST at a time: one query per list, over the
+    # list's whole span (the join on series and time keeps what each series' values resolve).
+    # A query per series cost ~9 ms each inside the write transaction, holding SQLite's lock
+    spans = known.groupby("series_id", sort=False)["target_time"].agg(["min", "max"]).sort_values("min")
+    for start in range(0, len(spans), IN_LIST):
+        some = spans.iloc[start : start + IN_LIST]
+        first, last = pd.Timestamp(some["min"].min()), pd.Timestamp(some["max"].max())
+        series_ids = some.index.tolist()
+        logged = forecasts_overlapping(connection, series_ids, first.to_pydatetime(), last.to_pydatetime())
         total += resolve(connection, logged, known[known["series_id"].isin(series_ids)], at)
     return total
 

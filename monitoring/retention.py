@@ -1,12 +1,12 @@
 """Retention: forecasts logged longer ago than the retention period, and the oldest beyond a cap
-on steps in all, are deleted with their resolved steps; actuals received before the same cut-off,
-and Idempotency-Keys once no retry can come any more."""
+on steps in all, are deleted with their resolved steps; actuals received before the same cut-off
+with the steps they resolved, and Idempotency-Keys once no retry can come any more."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy import Connection, delete, func, select, text, tuple_
 
 from monitoring.records import utc_now
 from monitoring.schema import actuals, forecasts, idempotency_keys, resolved_steps
@@ -19,6 +19,14 @@ def prune(connection: Connection, retention: timedelta, max_steps: int, idempote
     now = utc_now()
     cutoff = now - retention
     f = forecasts
+    expired_actuals = select(actuals.c.series_id, actuals.c.time).where(actuals.c.received_at < cutoff)
+    # the steps those actuals resolved go with them: the monitor must show what the log holds
+    # (a replay posts actuals before the forecasts they resolve, so they expire first)
+    connection.execute(
+        delete(resolved_steps).where(
+            tuple_(resolved_steps.c.series_id, resolved_steps.c.target_time).in_(expired_actuals)
+        )
+    )
     connection.execute(delete(actuals).where(actuals.c.received_at < cutoff))
     connection.execute(delete(idempotency_keys).where(idempotency_keys.c.logged_at < now - idempotency))
     if connection.dialect.name == "sqlite":

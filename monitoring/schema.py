@@ -127,6 +127,7 @@ idempotency_keys = Table(
     metadata,
     Column("key", String(200), primary_key=True),
     Column("role", String(16), primary_key=True),  # the champion's and the challenger's records of a request
+    Column("fingerprint", String(64)),  # of the request's body: a key reused for another request is named
     Column("logged_at", DateTime, nullable=False),
 )
 

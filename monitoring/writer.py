@@ -19,7 +19,7 @@ import queue
 import time
 from datetime import timedelta
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
@@ -263,17 +263,50 @@ class ForecastLog(QueueWorker[ForecastRecord]):
             return records
         insert = postgres_insert if connection.dialect.name == "postgresql" else sqlite_insert
         k = idempotency_keys
+        given = [
+            {"key": key, "role": role, "fingerprint": record.fingerprint, "logged_at": now}
+            for (key, role), record in keyed.items()
+        ]
         new = {
             tuple(row)
             for row in connection.execute(
                 insert(k)
-                .values([{"key": key, "role": role, "logged_at": now} for key, role in keyed])
+                .values(given)
                 .on_conflict_do_nothing(index_elements=["key", "role"])
                 .returning(k.c.key, k.c.role)
             )
         }
+        self._name_reused_keys(connection, records, new)
         first = {id(record) for key, record in keyed.items() if tuple(key) in new}
         return [r for r in records if r.idempotency_key is None or id(r) in first]
+
+    def _name_reused_keys(self, connection: Connection, records: list[ForecastRecord], new: set) -> None:
+        """A key already logged for a request with another body is a client's mistake (a key
+        reused for a different request), not a retry: its forecasts are not logged either, but
+        it is said, once per key, naming the key and the request."""
+        k = idempotency_keys
+        seen = [
+            r for r in records if r.idempotency_key is not None and (r.idempotency_key, r.role) not in new
+        ]
+        if not seen:
+            return
+        stored = dict(
+            connection.execute(
+                select(k.c.key, k.c.fingerprint).where(k.c.key.in_({r.idempotency_key for r in seen}))
+            ).all()
+        )
+        named = set()
+        for record in seen:
+            before = stored.get(record.idempotency_key)
+            if record.idempotency_key in named or before is None or before == record.fingerprint:
+                continue
+            named.add(record.idempotency_key)
+            log.warning(
+                "Idempotency-Key %r was reused for a different request (%s): its forecasts are not logged, "
+                "counted as duplicate; send a new key for each new request",
+                record.idempotency_key,
+                record.request_id,
+            )
 
     def _count(self, outcome: str, forecasts: int) -> None:
         if not forecasts:

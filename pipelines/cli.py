@@ -63,13 +63,13 @@ def user_errors(command):
         try:
             return command(*args, **kwargs)
         except ForecasterError as exc:
-            errors.print(f"error: {exc}", markup=False)
+            errors.print(f"error: {exc}", markup=False, soft_wrap=True)  # one line, however long
         except Exception as exc:
             # an MlflowException needs mlflow imported: no import (seconds) just to catch one
             mlflow_errors = sys.modules.get("mlflow.exceptions")
             if mlflow_errors is None or not isinstance(exc, mlflow_errors.MlflowException):
                 raise
-            errors.print(f"error: MLflow: {exc.message}", markup=False)
+            errors.print(f"error: MLflow: {exc.message}", markup=False, soft_wrap=True)
         except KeyboardInterrupt:
             errors.print("interrupted", markup=False)
         raise typer.Exit(2)

@@ -22,7 +22,14 @@ from monitoring.writer import ForecastLog
 from service.actuals import parse_in_worker
 from service.model_store import ModelStore
 from service.monitoring_helper import MonitoringHelper, read_monitor, store
-from service.parsing import BodyParser, ParserBusyError, ParseTimeoutError, ProblemItem, RequestProblems
+from service.parsing import (
+    BodyParser,
+    ParserBusyError,
+    ParseTimeoutError,
+    ProblemItem,
+    RequestProblems,
+    declares_json,
+)
 from service.schemas import ActualsStored, Message
 from service.security import require_monitoring_access
 
@@ -97,7 +104,7 @@ async def post_actuals(request: Request) -> Any:
     settings = request.app.state.settings
     forecast_log = configured_log(request)
     content_type = request.headers.get("content-type", "")
-    if "json" not in content_type:
+    if not declares_json(content_type):
         detail = f"Content-Type is {content_type or 'missing'!r}; send the body as application/json"
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, detail=detail)
     try:

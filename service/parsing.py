@@ -61,6 +61,14 @@ class ParseTimeoutError(Exception):
     """A body took longer than its deadline to parse (413): its helper process was replaced."""
 
 
+def declares_json(content_type: str) -> bool:
+    """The media type (case-insensitive, parameters aside) is application/json or a +json one. A
+    substring test took `text/plain;x=json`, which a browser may send cross-origin without asking,
+    and refused `Application/JSON`."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 UNION_TAGS = {"numbers", "rows"}  # the discriminator's branch names pydantic puts in error locations
 MAX_PROBLEMS = 20  # a 422 names at most this many fields, then says how many more there were
 

@@ -24,6 +24,7 @@ forward pass."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import re
 import time
@@ -54,6 +55,7 @@ from service.parsing import (
     ParseTimeoutError,
     ProblemItem,
     RequestProblems,
+    declares_json,
 )
 from service.request_ids import next_request_id
 from service.responses import forecast_body
@@ -136,13 +138,15 @@ class PredictEndpoint:
         if model is None:
             raise unavailable(not_ready_reason(store), retry_after=5)
         content_type = headers.get(b"content-type", b"").decode("latin-1")
-        if "json" not in content_type:
+        if not declares_json(content_type):
             detail = f"Content-Type is {content_type or 'missing'!r}; send the body as application/json"
             raise Refusal(415, detail)
         batcher: Batcher = self.state.batcher
         arrival = batcher.arrive()  # a forming batch waits for this request while it is read
         try:
             body = await self.read_body(receive)
+            # what the log compares a repeated Idempotency-Key by (a retry sends the same body)
+            fingerprint = None if idempotency_key is None else hashlib.sha256(body).hexdigest()[:32]
             parsed = await self.parse(body)
             windows = windows_for(parsed, model.predictor, self.settings.max_series_per_request)
             future = self.enqueue(batcher, model, windows, parsed.return_attention, arrival)
@@ -153,7 +157,7 @@ class PredictEndpoint:
         forecast_log: ForecastLog | None = self.state.forecast_log
         if forecast_log is None:
             return body, ()
-        request_id = self.log_forecasts(forecast_log, parsed, windows, answer, idempotency_key)
+        request_id = self.log_forecasts(forecast_log, parsed, windows, answer, idempotency_key, fingerprint)
         return body, () if request_id is None else ((b"x-request-id", request_id.encode()),)
 
     def log_forecasts(
@@ -163,6 +167,7 @@ class PredictEndpoint:
         windows: Windows,
         answer: Answer,
         idempotency_key: str | None = None,
+        fingerprint: str | None = None,
     ) -> str | None:
         """Hand the answered forecasts of series with a ``series_id`` and timestamps to the forecast
         log (a queue: nothing is written here); returns the request id they are logged under. With
@@ -178,7 +183,7 @@ class PredictEndpoint:
                 return None
             request_id = next_request_id()
             record = forecast_record(request_id, CHAMPION, answer, parsed, windows, keep)
-            record.idempotency_key = idempotency_key
+            record.idempotency_key, record.fingerprint = idempotency_key, fingerprint
             forecast_log.submit(record)
             shadow: Shadow | None = self.state.shadow
             if shadow is not None:
@@ -191,6 +196,7 @@ class PredictEndpoint:
                         answer.model.predictor.frequency,
                         [parsed.series[i].future for i in keep],
                         idempotency_key,
+                        fingerprint,
                     )
                 )
             return request_id

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from forecaster.redaction import redact
+from monitoring.database import LogUnavailable
 from monitoring.snapshot import SharedMonitor
 from monitoring.writer import ForecastLog
 from service.batching import Batcher
@@ -172,9 +173,14 @@ def forecast_log_health(forecast_log: ForecastLog | None) -> ForecastLogHealth |
     if forecast_log is None:
         return None
     health = forecast_log.health
+    error = health.error
+    try:  # a deleted or replaced SQLite file shows at once, not at the next write
+        forecast_log.database.check_file()
+    except LogUnavailable as exc:
+        error = str(exc)
     return ForecastLogHealth(
-        status="failing" if health.failing else "ok",
-        error=health.error,
+        status="failing" if error else "ok",
+        error=error,
         queued=forecast_log.queue.qsize(),
         written=health.written,
         dropped=health.dropped,

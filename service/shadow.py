@@ -39,6 +39,7 @@ class ShadowJob:
     frequency: str  # the champion's: the requests were validated against it
     covariates: list[dict[str, np.ndarray] | None] = field(default_factory=list)  # per series, as sent
     idempotency_key: str | None = None  # the request's: a retry is logged once, the challenger's part too
+    fingerprint: str | None = None  # its body's digest, beside the key
 
 
 class Shadow(QueueWorker[ShadowJob]):
@@ -120,6 +121,7 @@ class Shadow(QueueWorker[ShadowJob]):
                 quantiles=prediction.quantiles,
                 levels=predictor.interval_levels,
                 idempotency_key=job.idempotency_key,
+                fingerprint=job.fingerprint,
             )
         )
         self._count("scored", "")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytorch_lightning as pl
-from torch.utils.data import ConcatDataset, DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset
 
 from forecaster.config import ForecastConfig
 from forecaster.data.calendar import calendar_features, is_sub_daily
@@ -16,7 +16,7 @@ from forecaster.data.loading import LoadedSeries
 from forecaster.data.panel import LoadedPanel
 from forecaster.data.scaling import StandardScaler
 from forecaster.data.splitting import CutOffs, SplitBorders, panel_cut_offs, split_borders
-from forecaster.data.windows import SeriesWindows, WindowDataset, window_starts
+from forecaster.data.windows import SeriesWindows, WindowDataset, as_batch, window_starts
 from forecaster.errors import ConfigError
 
 SPLITS = ("train", "val", "selection", "test")
@@ -59,8 +59,8 @@ class PreparedSeries:
             ahead=ahead,
         )
 
-    def dataset(self, split: str, series_index: int | None = None) -> Dataset:
-        return WindowDataset(self.windows(split, scaled=True), series_index)
+    def dataset(self, split: str) -> Dataset:
+        return WindowDataset([self.windows(split, scaled=True)])
 
     def split_summary(self) -> dict[str, dict[str, object]]:
         """Rows and date range of each split (logged with every run)."""
@@ -99,7 +99,8 @@ class PreparedPanel:
 
     def dataset(self, split: str) -> Dataset:
         """Windows drawn across all series (shuffled together for training)."""
-        return ConcatDataset([part.dataset(split, i) for i, part in enumerate(self.parts)])
+        parts = self.parts
+        return WindowDataset([part.windows(split, scaled=True) for part in parts], list(range(len(parts))))
 
     def scalers(self) -> dict[str, StandardScaler]:
         return {key: part.scaler for key, part in self.members.items()}
@@ -185,7 +186,13 @@ class ForecastDataModule(pl.LightningDataModule):
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
         dataset = self.prepared.dataset(split)
-        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle, num_workers=self.num_workers)
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            shuffle=shuffle,
+            num_workers=self.num_workers,
+            collate_fn=as_batch,
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)

@@ -94,24 +94,48 @@ def series_from_table(
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
     columns = [target, *covariates, *future_covariates]
     times = _parse_times(raw[time_column], where, time_column)
-    values = pd.DataFrame({c: _parse_numbers(raw[c], where, c) for c in columns})
-    values.index = pd.DatetimeIndex(times, name=time_column)
-    rows = raw.index.to_numpy()
-    _check_sorted(values.index, where, time_column, rows)
+    values = {c: _parse_numbers(raw[c], where, c).to_numpy() for c in columns}
+    return series_from_parsed(
+        times, values, where, path, time_column, target, covariates, future_covariates, frequency, fill,
+        duplicates, series_id, raw.index.to_numpy(), file_sha256(path),
+    )  # fmt: skip
+
+
+def series_from_parsed(
+    times: pd.DatetimeIndex,
+    values: dict[str, np.ndarray],
+    where: str,
+    path: Path,
+    time_column: str,
+    target: str,
+    covariates: list[str],
+    future_covariates: list[str],
+    frequency: str | None,
+    fill: FillPolicy | None,
+    duplicates: DuplicatePolicy | None,
+    series_id: str | None,
+    rows: np.ndarray,
+    sha256: str,
+) -> LoadedSeries:
+    """The rules after parsing (sorted, duplicates, the frequency's grid, missing values) on one
+    series' parsed timestamps and columns; ``rows`` are their rows in the file, for the errors. A
+    long-format file is parsed once, whole, and each series checked here on its own rows."""
+    frame = pd.DataFrame(values, index=pd.DatetimeIndex(times, name=time_column))
+    _check_sorted(frame.index, where, time_column, rows)
     repairs: list[str] = []
-    values = _resolve_duplicates(values, where, time_column, duplicates, repairs, rows)
-    freq = frequency or infer_frequency(values.index)
-    values = _regularise(values, where, time_column, freq, fill, repairs)
-    _check_nans(values, where, fill, repairs)
+    frame = _resolve_duplicates(frame, where, time_column, duplicates, repairs, rows)
+    freq = frequency or infer_frequency(frame.index)
+    frame = _regularise(frame, where, time_column, freq, fill, repairs)
+    _check_nans(frame, where, fill, repairs)
     if fill is not None:
-        values = _fill(values, fill)
+        frame = _fill(frame, fill)
     return LoadedSeries(
-        frame=values.astype(np.float64),
+        frame=frame.astype(np.float64),
         target=target,
         covariates=covariates,
         frequency=freq,
         source=str(path),
-        sha256=file_sha256(path),
+        sha256=sha256,
         repairs=repairs,
         future_covariates=future_covariates,
         series_id=series_id,
@@ -142,33 +166,53 @@ def _row(position: int, rows: np.ndarray | None = None) -> str:
     return f"row {(position if rows is None else int(rows[position])) + 1}"
 
 
-def _parse_times(column: pd.Series, path: Path | str, name: str) -> pd.DatetimeIndex:
+def parse_times(column: pd.Series) -> tuple[pd.DatetimeIndex, np.ndarray]:
+    """Timestamps (UTC, naive: one clock for the whole series) and the positions that do not parse."""
     text = column.astype(str).str.strip()
     parsed = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
     bad = np.flatnonzero(parsed.isna().to_numpy())
+    return pd.DatetimeIndex(parsed).tz_convert(None), bad
+
+
+def time_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) -> DataError:
+    first = bad[0]
+    return DataError(
+        f"{path}: column {name!r}, {_row(first, column.index)}: cannot parse timestamp "
+        f"{column.iloc[first]!r}"
+        f" ({len(bad)} unparseable in total)"
+    )
+
+
+def _parse_times(column: pd.Series, path: Path | str, name: str) -> pd.DatetimeIndex:
+    times, bad = parse_times(column)
     if len(bad):
-        first = bad[0]
-        raise DataError(
-            f"{path}: column {name!r}, {_row(first, column.index)}: cannot parse timestamp "
-            f"{column.iloc[first]!r}"
-            f" ({len(bad)} unparseable in total)"
-        )
-    return pd.DatetimeIndex(parsed).tz_convert(None)  # UTC, naive: one clock for the whole series
+        raise time_error(column, bad, path, name)
+    return times
 
 
-def _parse_numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:
+def parse_numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers (NaN where blank) and the positions that are neither a number nor blank."""
     if pd.api.types.is_numeric_dtype(column):
-        return column.astype(np.float64).reset_index(drop=True)
+        return column.to_numpy(dtype=np.float64), np.empty(0, dtype=np.int64)
     text = column.astype(str).str.strip()
     blank = text.isin(["", "nan", "NaN", "NA", "null", "None"])
     numbers = pd.to_numeric(text.where(~blank), errors="coerce")
     bad = np.flatnonzero((numbers.isna() & ~blank).to_numpy())
+    return numbers.to_numpy(dtype=np.float64), bad
+
+
+def number_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) -> DataError:
+    first = bad[0]
+    return DataError(
+        f"{path}: column {name!r}, {_row(first, column.index)}: {column.iloc[first]!r} is not a number"
+    )
+
+
+def _parse_numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:
+    numbers, bad = parse_numbers(column)
     if len(bad):
-        first = bad[0]
-        raise DataError(
-            f"{path}: column {name!r}, {_row(first, column.index)}: {column.iloc[first]!r} is not a number"
-        )
-    return numbers.astype(np.float64).reset_index(drop=True)
+        raise number_error(column, bad, path, name)
+    return pd.Series(numbers)
 
 
 def _check_sorted(
@@ -219,7 +263,7 @@ def _regularise(
 ) -> pd.DataFrame:
     """Put the series on its frequency's grid; missing steps are an error unless a fill policy is
     given. Business-day series skip the check: a weekday without a row is a market holiday."""
-    if is_business_day(freq):
+    if is_business_day(freq) or evenly_spaced(values.index, freq):
         return values
     try:
         grid = pd.date_range(values.index[0], values.index[-1], freq=freq)
@@ -243,7 +287,19 @@ def _regularise(
     return values.reindex(grid).rename_axis(name)
 
 
+def evenly_spaced(index: pd.DatetimeIndex, freq: str) -> bool:
+    """Every step exactly one fixed-length ``freq`` apart: on its grid with nothing missing (the
+    usual case, answered without building the grid: a panel checks thousands of series)."""
+    try:
+        step = pd.Timedelta(pd.tseries.frequencies.to_offset(freq)).to_timedelta64()
+    except (ValueError, TypeError):  # months, business days: no fixed length
+        return False
+    return len(index) < 2 or bool((np.diff(index.to_numpy()) == step).all())
+
+
 def _check_nans(values: pd.DataFrame, path: Path | str, fill: FillPolicy | None, repairs: list[str]) -> None:
+    if not np.isnan(values.to_numpy(dtype=np.float64)).any():
+        return
     for column in values.columns:
         nan_at = np.flatnonzero(values[column].isna().to_numpy())
         if not len(nan_at):

@@ -1,12 +1,17 @@
 """Many series in one long-format file (``id, time, target, ...``, as neuralforecast's
 ``unique_id, ds, y``): each series goes through the same strict rules as a single-series file,
-and every error names the file, the series and the file's row."""
+and every error names the file, the series and the file's row.
+
+Why the file is parsed whole: a panel of thousands of series parsed a series at a time spent its
+time in pandas' per-call overhead (and hashed the file once per series). Timestamps and numbers
+are parsed once for the whole table; each series is then checked on its own rows."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from forecaster.data.frequency import infer_frequency
@@ -15,19 +20,25 @@ from forecaster.data.loading import (
     FillPolicy,
     LoadedSeries,
     _check_columns,
-    _parse_times,
     _read_table,
-    series_from_table,
+    file_sha256,
+    number_error,
+    parse_numbers,
+    parse_times,
+    series_from_parsed,
+    time_error,
 )
 from forecaster.errors import DataError
 
 
 @dataclass
 class LoadedPanel:
-    """Series by id, in the order their ids sort; all share one frequency and the same columns."""
+    """Series by id, in the order their ids sort; all share one frequency and the same columns.
+    ``skipped``: series left out and why (only when loading was asked to skip bad series)."""
 
     members: dict[str, LoadedSeries]
     id_column: str
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def first(self) -> LoadedSeries:
@@ -36,6 +47,42 @@ class LoadedPanel:
     @property
     def frequency(self) -> str:
         return self.first.frequency
+
+
+@dataclass
+class ParsedTable:
+    """A long-format table parsed once: per row, its series (``codes`` into ``keys``), timestamp
+    and numbers, with the rows that did not parse."""
+
+    raw: pd.DataFrame
+    keys: list[str]
+    codes: np.ndarray  # (rows,)
+    times: pd.DatetimeIndex  # (rows,) NaT where unparseable
+    bad_times: np.ndarray  # row positions
+    values: dict[str, np.ndarray]  # column -> (rows,) NaN where blank or unparseable
+    bad_values: dict[str, np.ndarray]  # column -> row positions
+
+    def rows_by_series(self) -> dict[str, np.ndarray]:
+        """Each series' row positions, in file order."""
+        order = np.argsort(self.codes, kind="stable")
+        bounds = np.searchsorted(self.codes[order], np.arange(len(self.keys) + 1))
+        return {key: order[bounds[k] : bounds[k + 1]] for k, key in enumerate(self.keys)}
+
+
+def parse_table(
+    raw: pd.DataFrame, path: Path, id_column: str, time_column: str, columns: list[str]
+) -> ParsedTable:
+    ids = raw[id_column].astype(str).str.strip()
+    blank = ids.eq("") | raw[id_column].isna()
+    if blank.any():
+        first = int(blank.to_numpy().nonzero()[0][0])
+        raise DataError(f"{path}: column {id_column!r}, row {first + 1}: the series id is empty")
+    codes, keys = pd.factorize(ids, sort=True)
+    times, bad_times = parse_times(raw[time_column])
+    values, bad_values = {}, {}
+    for column in columns:
+        values[column], bad_values[column] = parse_numbers(raw[column])
+    return ParsedTable(raw, [str(k) for k in keys], codes, times, bad_times, values, bad_values)
 
 
 def load_panel(
@@ -49,19 +96,19 @@ def load_panel(
     duplicates: DuplicatePolicy | None = None,
     future_covariates: list[str] | tuple[str, ...] = (),
     series: list[str] | None = None,
+    skip_bad_series: bool = False,
 ) -> LoadedPanel:
     """Load every series of a long-format file (or those named in ``series``); one frequency for
-    all: given, or inferred from the longest series and then required of every other."""
+    all: given, or inferred from the longest series and then required of every other. With
+    ``skip_bad_series`` a series that breaks a rule is left out (named, with why, in ``skipped``)
+    instead of stopping the load: batch forecasting forecasts the others."""
     path = Path(path)
     raw = _read_table(path)
     past = [c for c in covariates if c != target]
-    _check_columns(raw, path, [id_column, time_column, target, *past, *future_covariates])
-    ids = raw[id_column].astype(str).str.strip()
-    blank = ids.eq("") | raw[id_column].isna()
-    if blank.any():
-        first = int(blank.to_numpy().nonzero()[0][0])
-        raise DataError(f"{path}: column {id_column!r}, row {first + 1}: the series id is empty")
-    groups = {key: rows for key, rows in raw.groupby(ids, sort=True)}
+    columns = [target, *past, *future_covariates]
+    _check_columns(raw, path, [id_column, time_column, *columns])
+    table = parse_table(raw, path, id_column, time_column, columns)
+    groups = table.rows_by_series()
     if series is not None:
         unknown = [s for s in series if s not in groups]
         if unknown:
@@ -71,26 +118,73 @@ def load_panel(
         groups = {key: groups[key] for key in series}
     if not groups:
         raise DataError(f"{path}: no rows")
+    sha256 = file_sha256(path)
+    checks = SeriesChecks(
+        table, path, time_column, target, past, list(future_covariates), fill, duplicates, sha256
+    )
+    skipped: dict[str, str] = {}
     if frequency is None:
-        longest = max(groups, key=lambda key: len(groups[key]))
-        where = f"{path} (series {longest!r})"
-        frequency = infer_frequency(
-            pd.DatetimeIndex(_parse_times(groups[longest][time_column], where, time_column))
-        )
-    members = {
-        key: series_from_table(
-            rows,
-            f"{path} (series {key!r})",
-            path,
-            time_column,
-            target,
-            past,
-            list(future_covariates),
-            frequency,
-            fill,
-            duplicates,
-            series_id=key,
-        )
-        for key, rows in groups.items()
-    }
-    return LoadedPanel(members, id_column)
+        frequency = checks.shared_frequency(groups, skipped if skip_bad_series else None)
+    members = {}
+    for key, rows in groups.items():
+        if key in skipped:
+            continue
+        try:
+            members[key] = checks.series(key, rows, frequency)
+        except DataError as exc:
+            if not skip_bad_series:
+                raise
+            skipped[key] = str(exc)
+    if not members:
+        first = next(iter(skipped.items()))
+        raise DataError(f"{path}: no series could be loaded ({len(skipped)} left out; the first: {first[1]})")
+    return LoadedPanel(members, id_column, dict(sorted(skipped.items())))
+
+
+@dataclass
+class SeriesChecks:
+    """One series of a parsed table through the single-series rules."""
+
+    table: ParsedTable
+    path: Path
+    time_column: str
+    target: str
+    covariates: list[str]
+    future_covariates: list[str]
+    fill: FillPolicy | None
+    duplicates: DuplicatePolicy | None
+    sha256: str
+
+    def series(self, key: str, rows: np.ndarray, frequency: str | None) -> LoadedSeries:
+        where = f"{self.path} (series {key!r})"
+        self.check_parsed(rows, where)
+        table = self.table
+        return series_from_parsed(
+            table.times[rows], {c: v[rows] for c, v in table.values.items()}, where, self.path,
+            self.time_column, self.target, self.covariates, self.future_covariates, frequency, self.fill,
+            self.duplicates, key, rows, self.sha256,
+        )  # fmt: skip
+
+    def check_parsed(self, rows: np.ndarray, where: str) -> None:
+        """The first row of these that did not parse, as the single-series loader names it."""
+        table = self.table
+        bad = np.intersect1d(rows, table.bad_times)
+        if len(bad):
+            raise time_error(table.raw[self.time_column], bad, where, self.time_column)
+        for column, positions in table.bad_values.items():
+            bad = np.intersect1d(rows, positions)
+            if len(bad):
+                raise number_error(table.raw[column], bad, where, column)
+
+    def shared_frequency(self, groups: dict[str, np.ndarray], skipped: dict[str, str] | None) -> str:
+        """The frequency of the longest series (skipping, when asked, those that do not load)."""
+        for key in sorted(groups, key=lambda k: len(groups[k]), reverse=True):
+            where = f"{self.path} (series {key!r})"
+            try:
+                self.check_parsed(groups[key], where)
+                return infer_frequency(pd.DatetimeIndex(self.table.times[groups[key]]))
+            except DataError as exc:
+                if skipped is None:
+                    raise
+                skipped[key] = str(exc)
+        raise DataError(f"{self.path}: no series could be loaded (the first: {next(iter(skipped.values()))})")

@@ -212,3 +212,45 @@ def test_the_overall_window_takes_the_newest_answered_steps_of_any_version(datab
     assert document["overall"]["count"] == 3
     assert {m["version"]: m["count"] for m in document["models"]} == {"1": 3, "2": 3}
     assert isinstance(datetime.fromisoformat(document["models"][0]["last_origin"]), datetime)
+
+
+def test_actuals_of_many_series_over_different_spans_are_resolved_a_list_of_series_at_a_time(database):
+    """A query per series (each its own span) held SQLite's write lock ~9 ms a series: 1,000
+    series took 9 s, and the writer's batches waiting on it failed."""
+    from sqlalchemy import event
+
+    log = writer(database)
+    names = [f"s{k}" for k in range(1200)]
+    log.write_batch([record(name, first_target=1 + k % 50) for k, name in enumerate(names)])
+    statements = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:
+        statements.append(statement)
+
+    event.listen(database.engine, "before_cursor_execute", seen)
+    try:
+        hours = np.array([1 + k % 50 + 1 for k in range(1200)])  # each series' second step
+        given = ActualValues(names, START + hours * HOUR, np.ones(1200))
+        assert store_actuals(database, given).resolved_steps == 1200
+    finally:
+        event.remove(database.engine, "before_cursor_execute", seen)
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "FROM forecasts" in s]
+    assert len(reads) <= 2 * 3  # the unknown-series check and the resolution, 500 series per list
+
+
+def test_retention_takes_the_steps_an_expired_actual_resolved(database):
+    """A replay posts actuals before their forecasts, so they expire first: the steps they
+    resolved must go with them, or the monitor shows what the log no longer holds."""
+    from datetime import timedelta
+
+    from monitoring.records import utc_now
+    from monitoring.retention import prune
+
+    post(database, "s", range(1, 5))
+    writer(database).write_batch([record("s")])
+    with database.begin() as connection:
+        connection.execute(actuals.update().values(received_at=utc_now() - timedelta(days=100)))
+        prune(connection, timedelta(days=90), 10**9, timedelta(hours=24))
+    with database.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(resolved_steps)).scalar_one() == 0
+        assert monitor(connection, Thresholds(min_steps=1))["models"] == []

@@ -118,3 +118,18 @@ def test_idempotency_keys_are_forgotten_after_their_period(database):
     assert count(database, idempotency_keys) == 0
     log.write_batch([record(key="old")])  # a key reused after its period is a new request
     assert count(database) == 2
+
+
+def test_a_key_reused_for_another_request_is_said_not_silently_dropped(database, caplog):
+    log = ForecastLog(database, metrics())
+    first, retry, other = record(key="k1"), record(key="k1"), record("sydney", key="k1", request_id="other")
+    first.fingerprint = retry.fingerprint = "body-a"
+    other.fingerprint = "body-b"
+    log.write_batch([first])
+    with caplog.at_level(logging.WARNING, logger="monitoring.writer"):
+        log.write_batch([retry])
+        assert not caplog.records  # a retry: nothing to say
+        log.write_batch([other])
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "'k1' was reused for a different request (other)" in line
+    assert count(database) == 1 and log.health.duplicates == 2

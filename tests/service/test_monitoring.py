@@ -361,6 +361,8 @@ def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(monitored, tmp_p
     [
         (b'{"series": []}', {"Content-Type": "text/plain"}, 415, None),
         (b'{"series": []}', {}, 415, None),
+        (b'{"series": []}', {"Content-Type": "text/plain;x=json"}, 415, None),  # a browser's no-preflight type
+        (b'{"series": []}', {"Content-Type": "Application/JSON; charset=UTF-8"}, 422, "series"),
         (b'{"series": [{"series_id": "melbourne", "timestamps": [663897600], "values": [1.0]}]}',
          {"Content-Type": "application/json"}, 422, "series[0].timestamps[0]"),
         (b'{"series": [{"series_id": "melbourne", "timestamps": ["663897600"], "values": [1.0]}]}',
@@ -435,12 +437,14 @@ def test_a_log_file_deleted_under_the_service_is_reported_and_nothing_is_lost_si
         assert client.post("/v1/predict", json=window_request()).status_code == 200
         assert client.app.state.forecast_log.flush()
         path.unlink()
+        at_once = client.get("/readyz").json()["forecast_log"]  # before any write tries it
         for n in range(1, 6):
             assert client.post("/v1/predict", json=window_request(n)).status_code == 200
         assert client.app.state.forecast_log.flush()
         ready = client.get("/readyz").json()
         refused = client.post("/v1/actuals", json=actual_body())
         monitor = client.get("/v1/monitor")
+    assert at_once["status"] == "failing" and "was deleted" in at_once["error"]
     health = ready["forecast_log"]
     assert health["status"] == "failing" and "was deleted while the service ran" in health["error"]
     assert (health["written"], health["failed"]) == (1, 5)

@@ -26,6 +26,7 @@ BODY = {"series": [{"values": window(14)}]}
             "HTTPConnectionPool(host='h', port=1): url: http://***@h/x?X-Amz-Signature=***&a=1",
         ),
         ("s3://bucket/path?password=hunter2", "s3://bucket/path?password=***"),
+        ("postgresql://alice:Top@s3cret@db:5432/log", "postgresql://***@db:5432/log"),  # a raw "@" in it
         ("models:/demo@champion", "models:/demo@champion"),
         ("sqlite:////tmp/mlflow.db", "sqlite:////tmp/mlflow.db"),
     ],

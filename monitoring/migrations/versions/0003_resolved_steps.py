@@ -56,6 +56,7 @@ def upgrade() -> None:
         "idempotency_keys",
         sa.Column("key", sa.String(200), primary_key=True),
         sa.Column("role", sa.String(16), primary_key=True),
+        sa.Column("fingerprint", sa.String(64)),
         sa.Column("logged_at", sa.DateTime, nullable=False),
     )
     op.create_table(
