@@ -14,10 +14,10 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
-# The full dependency set of pyproject.toml (with the dev and s3 extras), resolved by pip-tools.
+# The full dependency set of pyproject.toml (with the dev, s3 and spark extras), resolved by pip-tools.
 # torch's local build label (+cpu) is dropped so the same pin constrains CPU and CUDA builds.
 lock: $(STAMP)
-	$(BIN)/pip-compile --quiet --extra dev --extra s3 --strip-extras --no-emit-index-url \
+	$(BIN)/pip-compile --quiet --extra dev --extra s3 --extra spark --strip-extras --no-emit-index-url \
 		--no-emit-find-links --upgrade -o requirements.lock pyproject.toml
 	sed -i -E 's/^(torch==[0-9.]+)\+[a-z0-9]+/\1/' requirements.lock
 

@@ -11,6 +11,7 @@ from forecaster.baselines import baseline_forecasts
 from forecaster.conformal import coverage, interval_quantiles
 from forecaster.data.datamodule import Prepared, PreparedPanel, PreparedSeries
 from forecaster.data.frequency import seasonal_period
+from forecaster.data.windows import SeriesWindows
 from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
 from forecaster.predictor import Predictor
 
@@ -52,42 +53,105 @@ def evaluate(predictor: Predictor, prepared: Prepared, split: str = "test") -> E
     """One series' evaluation, or a panel's: each series scored alone (``per_series``), and the
     windows of all pooled, MASE being the mean over series (``mase_median`` beside it)."""
     if isinstance(prepared, PreparedPanel):
-        per_series = {key: evaluate(predictor, part, split) for key, part in prepared.members.items()}
-        return pool(per_series)
+        return evaluate_panel(predictor, prepared, split)
     return evaluate_series(predictor, prepared, split)
 
 
+@dataclass
+class SplitWindows:
+    """One series' windows of a split, in raw units, as the predictor takes them."""
+
+    part: PreparedSeries
+    windows: SeriesWindows
+    past: np.ndarray  # (N, L, F)
+    times: np.ndarray | None  # (N, L) for calendar models
+    future: np.ndarray | None  # (N, H, Kf)
+    ids: list[str | None] | None
+
+    @classmethod
+    def of(cls, predictor: Predictor, part: PreparedSeries, split: str) -> SplitWindows:
+        windows = part.windows(split)  # raw units, every window (stride 1)
+        past = windows.past()
+        ids = None if part.series.series_id is None else [part.series.series_id] * len(past)
+        times = windows.past_times() if predictor.uses_calendar else None
+        return cls(part, windows, past, times, windows.future_covariates(), ids)
+
+
 def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str = "test") -> Evaluation:
-    windows = prepared.windows(split)  # raw units, every window (stride 1)
-    past = windows.past()  # (N, L, F)
+    given = SplitWindows.of(predictor, prepared, split)
+    prediction = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids)
+    return score(predictor, given, split, prediction.mean, prediction.quantiles, examples=True)
+
+
+def evaluate_panel(
+    predictor: Predictor, prepared: PreparedPanel, split: str, windows_per_call: int = 8192
+) -> Evaluation:
+    """Every member's windows, forecast ``windows_per_call`` at a time across members (one call
+    per member cost thousands of calls on a large panel), each member scored on its slice."""
+    per_series: dict[str, Evaluation] = {}
+    pending: list[tuple[str, SplitWindows]] = []
+
+    def flush() -> None:
+        if not pending:
+            return
+        parts = [given for _, given in pending]
+        prediction = predictor.predict(
+            np.concatenate([g.past for g in parts]),
+            None if parts[0].times is None else np.concatenate([g.times for g in parts]),
+            future=None if parts[0].future is None else np.concatenate([g.future for g in parts]),
+            series_ids=[i for g in parts for i in g.ids or []] or None,
+        )
+        at = 0
+        for key, given in pending:
+            rows = slice(at, at + len(given.past))
+            at = rows.stop
+            quantiles = {q: bound[rows] for q, bound in prediction.quantiles.items()}
+            # the pooled attention examples are the first series' (pool keeps its order)
+            per_series[key] = score(predictor, given, split, prediction.mean[rows], quantiles, not per_series)
+        pending.clear()
+
+    waiting = 0
+    for key, part in prepared.members.items():
+        pending.append((key, SplitWindows.of(predictor, part, split)))
+        waiting += len(pending[-1][1].past)
+        if waiting >= windows_per_call:
+            flush()
+            waiting = 0
+    flush()
+    return pool(per_series)
+
+
+def score(
+    predictor: Predictor,
+    given: SplitWindows,
+    split: str,
+    mean: np.ndarray,
+    quantiles: dict[float, np.ndarray],
+    examples: bool,
+) -> Evaluation:
+    """One series' forecasts against its actuals and the baselines of the same windows."""
+    prepared, windows, past = given.part, given.windows, given.past
     actual = windows.target()  # (N, H)
-    times = windows.past_times() if predictor.uses_calendar else None
-    ids = None if prepared.series.series_id is None else [prepared.series.series_id] * len(past)
-    future = windows.future_covariates()
-    prediction = predictor.predict(past, times, future=future, series_ids=ids)
     picks, attention = None, None
-    if predictor.has_attention and len(past):
+    if examples and predictor.has_attention and len(past):
         picks = example_windows(len(past), ATTENTION_EXAMPLES)
         attention = predictor.predict(
             past[picks],
-            None if times is None else times[picks],
+            None if given.times is None else given.times[picks],
             return_attention=True,
-            future=None if future is None else future[picks],
-            series_ids=None if ids is None else [ids[i] for i in picks],
+            future=None if given.future is None else given.future[picks],
+            series_ids=None if given.ids is None else [given.ids[i] for i in picks],
         ).attention  # (k, H, L)
     past_target = past[:, :, 0]  # (N, L)
     period = seasonal_period(prepared.series.frequency)
-    forecasts = {
-        MODEL: prediction.mean,
-        **baseline_forecasts(past_target, windows.horizon, period),
-    }
+    forecasts = {MODEL: mean, **baseline_forecasts(past_target, windows.horizon, period)}
     train_target = prepared.series.frame.iloc[: prepared.borders.train_end, 0].to_numpy()
     scale = seasonal_naive_scale(train_target, period)
     last = past_target[:, -1]
     intervals = {}
     for level in predictor.interval_levels:
         lower, upper = interval_quantiles(level)
-        intervals[level] = coverage(actual, prediction.quantiles[lower], prediction.quantiles[upper])
+        intervals[level] = coverage(actual, quantiles[lower], quantiles[upper])
     return Evaluation(
         split=split,
         windows=len(windows),
@@ -100,7 +164,7 @@ def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str =
         attention=attention,
         attention_windows=picks,
         intervals=intervals,
-        quantiles=prediction.quantiles,
+        quantiles=quantiles,
     )
 
 

@@ -99,6 +99,14 @@ class Predictor:
         return volatility_span(self.lookback, seasonal_period(self.frequency))
 
     @property
+    def quantile_levels(self) -> list[float]:
+        """The keys of a Prediction's ``quantiles``: the network's own quantiles, or the bounds
+        of each conformal interval."""
+        if self.config.model.quantiles:
+            return list(self.config.model.quantiles)
+        return sorted({q for level in self.conformal for q in interval_quantiles(level)})
+
+    @property
     def interval_levels(self) -> list[float]:
         """Central interval levels this model can give: its conformal ones, or those its quantile
         outputs bracket."""

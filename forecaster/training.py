@@ -5,6 +5,7 @@ The caller passes a logger (pipelines passes MLflow's) and where the checkpoints
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -23,8 +24,8 @@ from forecaster.config import ForecastConfig
 from forecaster.conformal import conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
 from forecaster.data.scaling import StandardScaler
-from forecaster.data.windows import SeriesWindows
 from forecaster.errors import ConfigError
+from forecaster.evaluation import MODEL, evaluate
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
 from forecaster.predictor import Predictor
@@ -88,34 +89,13 @@ def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
     )
 
 
-def forecast_windows(
-    predictor: Predictor, windows: SeriesWindows, attention: bool = False, series_id: str | None = None
-):
-    """The predictor on raw windows of one series, with what they know of the future (and, for a
-    panel member, which series they are)."""
-    times = windows.past_times() if predictor.uses_calendar else None
-    ids = None if series_id is None else [series_id] * len(windows)
-    return predictor.predict(
-        windows.past(), times, attention, future=windows.future_covariates(), series_ids=ids
-    )
-
-
 def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[float]) -> None:
     """Split-conformal half-widths per horizon step from the selection windows (of every series
     of a panel): not the ones early stopping chose the checkpoint on (their residuals are too
     small), and never test."""
-    targets, forecasts, pasts = [], [], []
-    for part in prepared.parts:
-        windows = part.windows("selection")
-        targets.append(windows.target())
-        forecasts.append(forecast_windows(predictor, windows, series_id=part.series.series_id).mean)
-        pasts.append(windows.past()[:, :, 0])
+    selection = evaluate(predictor, prepared, "selection")  # a panel's members forecast together
     predictor.conformal = conformal_scores(
-        np.concatenate(targets),
-        np.concatenate(forecasts),
-        np.concatenate(pasts),
-        levels,
-        predictor.volatility_span,
+        selection.actual, selection.forecasts[MODEL], selection.past_target, levels, predictor.volatility_span
     )
 
 
@@ -146,13 +126,14 @@ def train_model(
     checkpoint_dir: str | Path | None = None,
     publish: Publish | None = None,
     resume: bool = False,
+    progress: bool = True,
 ) -> TrainedModel:
     """``checkpoint_dir`` keeps last.ckpt/best.ckpt (a temporary one when None); with ``resume``
     training continues from its last.ckpt: weights, optimizer, scheduler, epoch, early stopping,
     best epoch and RNG states, so the result equals an uninterrupted run's."""
     if checkpoint_dir is None:
         with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as directory:
-            return train_model(config, prepared, logger, callbacks, directory, publish, resume)
+            return train_model(config, prepared, logger, callbacks, directory, publish, resume, progress)
     directory = Path(checkpoint_dir)
     directory.mkdir(parents=True, exist_ok=True)
     pl.seed_everything(config.train.seed, workers=True, verbose=False)
@@ -179,9 +160,10 @@ def train_model(
             *(callbacks or []),
         ],
         limit_train_batches=config.train.limit_train_batches,
-        # a caller's own ProgressBar callback replaces Lightning's default bar
-        enable_progress_bar=config.train.progress_bar
-        or any(isinstance(c, ProgressBar) for c in callbacks or []),
+        # a caller's own ProgressBar callback replaces Lightning's default bar, which is shown
+        # only on a terminal: elsewhere (CI, a pipe, docker logs) its frames are noise
+        enable_progress_bar=any(isinstance(c, ProgressBar) for c in callbacks or [])
+        or (progress and config.train.progress_bar and sys.stdout.isatty()),
         enable_model_summary=False,
         default_root_dir=directory,
         log_every_n_steps=1,

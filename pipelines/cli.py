@@ -271,7 +271,7 @@ def report_training(outcome: Any, alias: str, as_json: bool) -> None:
         f"{outcome.run_name}: test split, {outcome.test_windows} windows, original units", outcome.metrics
     )
     if outcome.per_series:
-        series_table(outcome.per_series)
+        series_table(outcome.per_series, outcome.run_id)
     for level, result in outcome.intervals.items():
         console.print(
             f"{level}% prediction interval on test: coverage {result['coverage']:.1%}, "
@@ -291,17 +291,35 @@ def report_training(outcome: Any, alias: str, as_json: bool) -> None:
         print(json.dumps(outcome.as_json()))
 
 
-def series_table(per_series: dict[str, dict[str, dict[str, float]]]) -> None:
-    """A panel's test MASE per series (scale-free, so series compare), model beside baselines."""
-    from pipelines.console import table
+SERIES_SHOWN = 10  # a panel of more series shows its best, median and worst, not every row
+
+
+def series_table(per_series: dict[str, dict[str, dict[str, float]]], run_id: str) -> None:
+    """A panel's test MASE per series (scale-free, so series compare), model beside baselines:
+    every series of a small panel; of a large one the best, median and worst by the model's MASE,
+    and where the full table is (a table of thousands of rows fits no screen)."""
+    from pipelines.console import console, table
 
     names = list(next(iter(per_series.values())))
-    rows = [[key, *(metrics[n]["mase"] for n in names)] for key, metrics in per_series.items()]
+    ranked = sorted(per_series.items(), key=lambda item: item[1][names[0]]["mase"])
+    if len(ranked) <= SERIES_SHOWN:
+        chosen = [(key, key) for key, _ in ranked]
+        title = "test MASE per series (below naive's: better than repeating the last value)"
+    else:
+        middle = len(ranked) // 2
+        picks = {"best": 0, "median": middle, "worst": len(ranked) - 1}
+        chosen = [(f"{ranked[i][0]} ({label})", ranked[i][0]) for label, i in picks.items()]
+        title = f"test MASE of {len(ranked)} series: the best, median and worst by the model's"
+    shown = dict(ranked)
     table(
-        "test MASE per series (below naive's: better than repeating the last value)",
-        ["series", *names],
-        rows,
+        title, ["series", *names], [[label, *(shown[key][n]["mase"] for n in names)] for label, key in chosen]
     )
+    if len(ranked) > SERIES_SHOWN:
+        beats = sum(m[names[0]]["mase"] < m["naive"]["mase"] for _, m in ranked)
+        console.print(
+            f"{beats} of {len(ranked)} series beat naive; every series: per_series.csv in run {run_id} "
+            "(and under per_series in --json)"
+        )
 
 
 @app.command()
@@ -403,23 +421,64 @@ def predict(
     data: Annotated[str, typer.Option(help="dataset name or CSV/Parquet file holding the recent history")],
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
-    id_column: Annotated[str | None, typer.Option(help="long format: the series-id column")] = None,
-    output: Annotated[str | None, typer.Option(help="write the forecast to this CSV")] = None,
+    id_column: Annotated[
+        str | None, typer.Option(help="long format: the series-id column; every series is forecast")
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option(help="write the forecasts to this .csv or .parquet file (by its extension)")
+    ] = None,
+    engine: Annotated[
+        str, typer.Option(help="local (this process) or spark (Apache Spark; pip install '.[spark]')")
+    ] = "local",
+    spark_master: Annotated[
+        str, typer.Option(help="with --engine spark: the master URL, e.g. local[2] or spark://host:7077")
+    ] = "local[2]",
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Forecast the next H steps after the end of a series, offline."""
-    from pipelines.predict import forecast_next
+    """Forecast the next H steps after the end of a series, or of every series of a panel,
+    offline. Series that cannot be forecast are named, with why, and the others forecast."""
+    from forecaster.errors import ConfigError
+
+    if engine not in ("local", "spark"):
+        raise ConfigError(f"--engine {engine!r}: local or spark")
+    if output:
+        from pipelines.predict import output_format
+
+        output_format(output)  # a wrong extension is said before minutes of work
+    from pipelines.console import console
+    from pipelines.predict import forecast_next, write_forecasts
     from pipelines.tracking import connect, resolve_tracking_uri
 
     connect(resolve_tracking_uri(tracking_uri))
-    frame = forecast_next(
-        model_uri, {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
-    )
-    if output:
-        frame.to_csv(output, index=False)
-        print(f"wrote {len(frame)} forecast rows to {output}")
+    settings = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    if engine == "spark":
+        from pipelines.spark_predict import forecast_on_spark
+
+        forecasts = forecast_on_spark(model_uri, settings, spark_master)
     else:
-        print(frame.to_string(index=False))
+        forecasts = forecast_next(model_uri, settings)
+    if not output:
+        print(forecasts.frame.to_string(index=False))
+    skipped_file = write_forecasts(forecasts, output, id_column) if output else None
+    if output:
+        console.print(
+            f"wrote {len(forecasts.frame)} forecast rows ({forecasts.series} series) to {output} "
+            f"in {forecasts.seconds:.1f} s ({engine})"
+        )
+    if forecasts.skipped:
+        shown = list(forecasts.skipped.items())[:SKIPPED_SHOWN]
+        console.print(f"{len(forecasts.skipped)} series not forecast:", markup=False)
+        for key, reason in shown:  # the reason without the file and series the line already names
+            said = reason.split(f"(series {key!r}): ", 1)[-1]
+            console.print(f"  {key}: {said}", markup=False, soft_wrap=True)
+        if len(forecasts.skipped) > len(shown):
+            where = f" (all of them in {skipped_file})" if skipped_file else ""
+            console.print(f"  ... and {len(forecasts.skipped) - len(shown)} more{where}", markup=False)
+        elif skipped_file:
+            console.print(f"  (also in {skipped_file})", markup=False)
+
+
+SKIPPED_SHOWN = 10
 
 
 @app.command()

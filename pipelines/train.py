@@ -89,7 +89,7 @@ def run_training(
     prepared = prepare(load_from_config(forecast_config.data), forecast_config)
     if not is_rank_zero():
         with checkpoint_directory(resume, tracking_uri) as (directory, found):
-            train_model(forecast_config, prepared, checkpoint_dir=directory, resume=found)
+            train_model(forecast_config, prepared, checkpoint_dir=directory, resume=found, progress=not quiet)
         return None
     connect(tracking_uri)
     client = mlflow.MlflowClient(tracking_uri)
@@ -133,6 +133,7 @@ def run_training(
             checkpoint_dir=directory,
             publish=publisher(run_id, tracking_uri),
             resume=found,
+            progress=not quiet,
         )
         mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
         test, val, selection = (evaluate(trained.predictor, prepared, split) for split in EVALUATED)

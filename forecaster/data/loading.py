@@ -89,6 +89,7 @@ def series_from_table(
     fill: FillPolicy | None,
     duplicates: DuplicatePolicy | None,
     series_id: str | None = None,
+    sha256: str | None = None,
 ) -> LoadedSeries:
     """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
@@ -97,7 +98,7 @@ def series_from_table(
     values = {c: _parse_numbers(raw[c], where, c).to_numpy() for c in columns}
     return series_from_parsed(
         times, values, where, path, time_column, target, covariates, future_covariates, frequency, fill,
-        duplicates, series_id, raw.index.to_numpy(), file_sha256(path),
+        duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path),
     )  # fmt: skip
 
 

@@ -9,9 +9,10 @@ from forecaster.data.panel import LoadedPanel, load_panel
 from forecaster.errors import DataError
 
 
-def load_from_config(config: DataConfig) -> LoadedSeries | LoadedPanel:
+def load_from_config(config: DataConfig, skip_bad_series: bool = False) -> LoadedSeries | LoadedPanel:
     """Settings given explicitly win over the bundled dataset's; the dataset fills the rest. With
-    ``id_column`` the file is long-format: a panel of series."""
+    ``id_column`` the file is long-format: a panel of series (with ``skip_bad_series``, those that
+    break a rule are left out, named in its ``skipped``)."""
     spec = None if config.dataset is None else get_dataset(config.dataset)
     settings = dict(
         path=config.path or spec.path,
@@ -30,4 +31,4 @@ def load_from_config(config: DataConfig) -> LoadedSeries | LoadedPanel:
                 f"{spec.id_column} (--id-column {spec.id_column}) to train one model across them"
             )
         return load_series(**settings)
-    return load_panel(id_column=config.id_column, **settings)
+    return load_panel(id_column=config.id_column, skip_bad_series=skip_bad_series, **settings)

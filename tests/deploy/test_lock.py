@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[2]
-LOCKED_EXTRAS = ("dev", "s3")
+LOCKED_EXTRAS = ("dev", "s3", "spark")
 NEVER_PINNED = {"pip-tools"}  # pip-compile does not pin itself
 
 

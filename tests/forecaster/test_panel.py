@@ -176,3 +176,54 @@ def test_a_series_embedding_is_learned_for_seen_ids_and_unknown_ones_still_forec
     np.testing.assert_allclose(result.per_series["b"].forecasts["model"], as_b)
     with pytest.raises(ValueError, match="series_embedding: panels only"):
         ForecastConfig.model_validate({"data": {"dataset": "ibm"}, "model": {"series_embedding": 4}})
+
+
+def test_a_batch_of_windows_is_gathered_as_the_windows_one_at_a_time(tmp_path):
+    """Training gathers a batch in one indexing operation across series: it must hold exactly the
+    windows (past with its calendar, future, target, series) that indexing them one by one gives."""
+    frame = long_frame({"a": ("2020-01-01", 200), "b": ("2020-01-20", 181), "c": ("2020-01-05", 196)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = ForecastConfig.model_validate({**config(path).model_dump(), "data": {
+        **config(path).data.model_dump(), "calendar_features": True}})  # fmt: skip
+    prepared = prepare(load_from_config(cfg.data), cfg)
+    dataset = prepared.dataset("train")
+    picks = [0, len(dataset) - 1, 7, 60, 61, 150]
+    batch = dataset.__getitems__(picks)
+    for row, i in enumerate(picks):
+        one = dataset[i]
+        for key, value in one.items():
+            np.testing.assert_array_equal(batch[key][row].numpy(), value.numpy(), err_msg=key)
+    # and each window is its own series' scaled rows
+    part = prepared.parts[1]
+    windows = part.windows("train", scaled=True)
+    first_of_b = len(prepared.parts[0].windows("train"))
+    np.testing.assert_allclose(dataset[first_of_b]["target"].numpy(), windows.target()[0], rtol=1e-6)
+    assert int(dataset[first_of_b]["series"]) == 1
+
+
+def test_a_panel_is_evaluated_the_same_whatever_its_batches(tmp_path):
+    frame = long_frame({"a": ("2020-01-01", 200), "b": ("2020-02-01", 160), "c": ("2020-01-10", 190)})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    cfg = config(path)
+    prepared = prepare(load_from_config(cfg.data), cfg)
+    predictor = train_model(cfg, prepared).predictor
+    from forecaster.evaluation import evaluate_panel
+
+    one_call = evaluate_panel(predictor, prepared, "test", windows_per_call=10**6)
+    small = evaluate_panel(predictor, prepared, "test", windows_per_call=5)
+    for key in prepared.members:
+        for name, figures in one_call.per_series[key].metrics.items():
+            assert small.per_series[key].metrics[name] == pytest.approx(figures, rel=1e-6), (key, name)
+    np.testing.assert_allclose(small.forecasts["model"], one_call.forecasts["model"], rtol=1e-6)
+
+
+def test_loading_may_leave_out_the_series_that_break_a_rule_and_name_them(tmp_path):
+    text = LONG + "c,2024-01-01,1\nc,2024-01-03,3\n"  # b: not a number; c: a missing day
+    panel = load_panel(write(tmp_path, text), "id", "t", "y", frequency="D", skip_bad_series=True)
+    assert list(panel.members) == ["a"]
+    assert "column 'y', row 7: 'x' is not a number" in panel.skipped["b"]
+    assert "1 missing 'D' step(s)" in panel.skipped["c"]
+    with pytest.raises(DataError, match="series 'b'"):
+        load_panel(write(tmp_path, text), "id", "t", "y", frequency="D")

@@ -1,0 +1,129 @@
+"""Hundreds of series: one model trained across a panel reports what fits a screen and keeps the
+full per-series table in the run; `forecast predict` forecasts every series of a panel file in
+batches, naming the ones it cannot forecast and why; on Spark it gives the same forecasts."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO
+from tests.pipelines.helpers import forecast
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from panel_fixture import make_panel  # noqa: E402
+
+SERIES, STEPS, HORIZON = 300, 120, 4
+MODEL = "models:/stations@champion"
+
+
+@pytest.fixture(scope="module")
+def panel_store(tmp_path_factory) -> tuple[str, str, str]:
+    """(tracking URI, the panel file, train's output): a GRU trained on 300 series, registered."""
+    root = tmp_path_factory.mktemp("many-series")
+    path = root / "stations.csv"
+    make_panel(SERIES, STEPS).to_csv(path, index=False)
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        trained = forecast(
+            "train", "--data", path, "--id-column", "station", "--time-column", "date", "--target", "temp",
+            "--model", "rnn", "--cell", "gru", "--lookback", "14", "--horizon", str(HORIZON), "--epochs", "1",
+            "--set", "model.hidden_size=8", "--register", "stations", "--tracking-uri", uri,
+        )  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    assert trained.exit_code == 0, trained.output
+    return uri, str(path), trained.output
+
+
+def test_a_panel_of_hundreds_of_series_reports_what_fits_a_screen(panel_store):
+    uri, _, output = panel_store
+    lines = output.splitlines()
+    assert len(lines) < 60, output
+    assert "it/s" not in output and "Epoch 0" not in output  # no library's progress frames
+    assert f"test MASE of {SERIES} series: the best, median and worst" in output
+    assert "(best)" in output and "(median)" in output and "(worst)" in output
+    assert "per_series.csv in run" in output and "registered stations v1" in output
+    run_id = next(line.split()[1] for line in lines if line.startswith("run "))
+    table = pd.read_csv(io.StringIO(mlflow.artifacts.load_text(f"runs:/{run_id}/per_series.csv")))
+    assert len(table) == SERIES and table["series"].is_unique
+
+
+def broken_panel(path: str, out) -> None:
+    """The panel with one series too short, one with a gap and one with a value that is not a number."""
+    frame = pd.read_csv(path, dtype=str)
+    frame = frame[~((frame.station == "st001") & (frame.date > "2015-01-10"))]  # 10 days
+    frame = frame[~((frame.station == "st002") & (frame.date == "2015-03-01"))]  # a missing day
+    frame.loc[(frame.station == "st003") & (frame.date == "2015-02-01"), "temp"] = "n/a?"
+    frame.to_csv(out, index=False)
+
+
+def predict(uri: str, data, out, *extra: str):
+    return forecast(
+        "predict", "--model-uri", MODEL, "--data", data, "--id-column", "station", "--time-column", "date",
+        "--target", "temp", "--output", out, "--tracking-uri", uri, *extra,
+    )  # fmt: skip
+
+
+def test_batch_predict_forecasts_every_series_and_names_those_it_cannot(panel_store, tmp_path):
+    uri, path, _ = panel_store
+    data = tmp_path / "broken.csv"
+    broken_panel(path, data)
+    out = tmp_path / "next.parquet"
+    result = predict(uri, data, out)
+    assert result.exit_code == 0, result.output
+    frame = pd.read_parquet(out)
+    assert len(frame) == (SERIES - 3) * HORIZON
+    assert frame.groupby("station").size().eq(HORIZON).all()
+    assert list(frame.columns) == [
+        "station",
+        "date",
+        "temp_forecast",
+        "temp_q0.1",
+        "temp_q0.9",
+        "model_version",
+    ]
+    assert set(frame["model_version"]) == {"stations/1"}
+    assert np.isfinite(frame[["temp_forecast", "temp_q0.1", "temp_q0.9"]].to_numpy()).all()
+    assert "3 series not forecast" in result.output
+    reasons = pd.read_csv(tmp_path / "next.skipped.csv").set_index("station")["reason"]
+    assert "10 rows, the model needs the last 14" in reasons["st001"]
+    assert "missing 'D' step(s), first at 2015-03-01" in reasons["st002"]
+    assert "'n/a?' is not a number" in reasons["st003"]
+    bad = predict(uri, data, tmp_path / "next.xlsx")
+    assert bad.exit_code == 2 and "write a .csv or .parquet file" in bad.output
+
+
+def test_spark_gives_the_forecasts_the_process_gives(panel_store, tmp_path):
+    """On Spark local[2], through the registered pyfunc shipped to the workers, one series per
+    group: every forecast equals the in-process batch's (to the 6 significant digits both write)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        if os.environ.get("FORECAST_REQUIRE_SPARK"):
+            raise
+        pytest.skip("pyspark is not installed (pip install -c requirements.lock -e '.[spark]'; CI does)")
+    uri, path, _ = panel_store
+    data = tmp_path / "broken.csv"
+    broken_panel(path, data)
+    local, spark = tmp_path / "local.csv", tmp_path / "spark.csv"
+    assert predict(uri, data, local).exit_code == 0
+    result = predict(uri, data, spark, "--engine", "spark", "--spark-master", "local[2]")
+    assert result.exit_code == 0, result.output
+    here, there = pd.read_csv(local), pd.read_csv(spark)
+    assert list(here.columns) == list(there.columns)
+    pd.testing.assert_frame_equal(
+        here[["station", "date", "model_version"]], there[["station", "date", "model_version"]]
+    )
+    values = ["temp_forecast", "temp_q0.1", "temp_q0.9"]
+    np.testing.assert_allclose(there[values].to_numpy(), here[values].to_numpy(), rtol=1e-5, atol=1e-5)
+    skipped = pd.read_csv(tmp_path / "spark.skipped.csv")
+    assert list(skipped["station"]) == ["st001", "st002", "st003"]
