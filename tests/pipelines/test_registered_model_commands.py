@@ -27,7 +27,9 @@ def test_register_evaluate_and_predict_say_what_the_user_needs(tracking_uri, tmp
     predict_csv("models:/demo-forecaster@champion", tracking_uri, out)
     with out.open() as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 4 and list(rows[0]) == ["Date", "Temp_forecast", "Temp_q0.1", "Temp_q0.9"]
+    assert len(rows) == 4
+    assert list(rows[0]) == ["Date", "Temp_forecast", "Temp_q0.1", "Temp_q0.9", "model_version"]
+    assert {row["model_version"] for row in rows} == {"demo-forecaster/1"}  # which version made it
     for row in rows:
         low, mid, high = (float(row[c]) for c in ("Temp_q0.1", "Temp_forecast", "Temp_q0.9"))
         assert low < mid < high  # the 80% interval around the forecast
