@@ -378,7 +378,12 @@ def sweep(
     config: Annotated[str, typer.Option("--config", "-c", help="base config; the search varies the model")],
     trials: Annotated[int, typer.Option(min=1)] = 20,
     overrides: Annotated[list[str] | None, typer.Option("--set")] = None,
-    storage: Annotated[str | None, typer.Option(help="Optuna RDB URL, shared by several machines")] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            envvar="OPTUNA_STORAGE", help="Optuna RDB URL, shared by several workers ($OPTUNA_STORAGE)"
+        ),
+    ] = None,
     study: Annotated[str | None, typer.Option(help="study name (resumed if it exists in --storage)")] = None,
     register: Annotated[str | None, typer.Option(help="register the re-trained best model")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,

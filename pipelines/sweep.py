@@ -1,12 +1,18 @@
 """`forecast sweep`: Optuna search over model family, cell, direction, size, depth, dropout,
 look-back, learning rate and teacher forcing. Each trial is a nested MLflow run scored on the
 validation split (never test); bad trials are pruned from their validation curve; the best trial
-is re-trained as a normal run (test metrics, model) and registered if asked. With an RDB storage
-URL (sqlite:///optuna.db, postgresql://...) several machines can work on one study."""
+is re-trained as a normal run (test metrics, model) and registered if asked.
+
+With an RDB storage URL (sqlite:///optuna.db, postgresql://...) several workers, on as many
+machines, share one study: each runs its ``--trials``, the trials add up, a configuration already
+scored is not trained again, and the best is re-trained and registered once, by the worker that
+claims it (pipelines/sweep_claims.py) after every running trial of the study has ended."""
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +29,7 @@ from forecaster.training import train_model
 from pipelines.config import RunConfig
 from pipelines.console import console, quiet_lightning, table
 from pipelines.logging_run import flatten
+from pipelines.sweep_claims import claim_best
 from pipelines.tracking import ensure_experiment, environment_tags
 from pipelines.train import TrainingOutcome, default_run_name, run_training
 
@@ -126,10 +133,10 @@ def run_sweep(
     study_name = study_name or f"sweep-{default_run_name(base)}"
     study = optuna.create_study(
         study_name=study_name,
-        storage=storage,
+        storage=shared_storage(storage),
         load_if_exists=True,
         direction="minimize",
-        sampler=optuna.samplers.TPESampler(seed=base.train.seed),
+        sampler=optuna.samplers.TPESampler(seed=worker_seed(base.train.seed, storage)),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1),
     )
     experiment_id = ensure_experiment(base.tracking.experiment, tracking_uri)
@@ -137,6 +144,10 @@ def run_sweep(
 
     def objective(trial: optuna.Trial) -> float:
         config = suggest(trial, base)
+        done = scored_before(trial)
+        if done is not None:  # another worker (or this one) trained this very configuration
+            trial.set_user_attr("same_as", done.number)
+            return float(done.value)
         trial_tags = {
             **tags,
             "role": "sweep-trial",
@@ -203,9 +214,65 @@ def run_sweep(
         ],
     )
     best_run = None
+    if retrain_best and storage is not None:
+        # a shared study: wait for the other workers' running trials, then one worker re-trains
+        wait_for_running_trials(study, quiet)
+        study = optuna.load_study(study_name=study_name, storage=shared_storage(storage))
+        retrain_best = claim_best(storage, study_name, len(study.trials))
+        if not retrain_best and not quiet:
+            console.print("another worker of this study re-trains and registers its best", markup=False)
     if retrain_best:
         best = suggest(optuna.trial.FixedTrial(study.best_params), base)
         best.train.progress_bar = base.train.progress_bar
         best.tracking.run_name = f"{study_name}-best"
         best_run = run_training(best, tracking_uri, quiet=quiet)
     return SweepResult(study_name, study.best_value, study.best_params, summary, best_run)
+
+
+def shared_storage(storage: str | None) -> optuna.storages.BaseStorage | None:
+    """An RDB storage whose workers send a heartbeat: a trial whose worker died (killed, a lost
+    machine) is marked failed after two minutes instead of staying RUNNING for ever, which would
+    keep the other workers waiting to re-train the best."""
+    if storage is None:
+        return None
+    with warnings.catch_warnings():  # heartbeats are marked experimental since Optuna 2.9
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.storages.RDBStorage(storage, heartbeat_interval=30, grace_period=120)
+
+
+def worker_seed(seed: int, storage: str | None) -> int:
+    """The sampler's seed: the config's for a study of its own (reproducible); for a shared one,
+    varied per worker process, or every worker would propose the same configurations."""
+    if storage is None:
+        return seed
+    return (seed * 1_000_003 + os.getpid() * 7919 + time.time_ns()) % 2**31
+
+
+def scored_before(trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
+    """A complete trial of the study with this trial's very parameters."""
+    for other in trial.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        if other.number != trial.number and other.params == trial.params:
+            return other
+    return None
+
+
+def wait_for_running_trials(
+    study: optuna.Study, quiet: bool, poll_s: float = 2.0, limit_s: float = 6 * 3600
+) -> None:
+    """Until no trial of the study is running or waiting, seen twice ``poll_s`` apart with the
+    same number of trials: a worker between two of its trials (milliseconds from one to the next)
+    is not taken for a worker that has finished."""
+    said = False
+    deadline = time.monotonic() + limit_s
+    states = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+    settled_at: int | None = None  # the trial count when no trial was last seen running
+    while time.monotonic() < deadline:
+        running = study.get_trials(deepcopy=False, states=states)
+        count = len(study.get_trials(deepcopy=False))
+        if not running and settled_at == count:
+            return
+        settled_at = None if running else count
+        if running and not said and not quiet:
+            console.print("waiting for the study's other running trials to end ...", markup=False)
+            said = True
+        time.sleep(poll_s)

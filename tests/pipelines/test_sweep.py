@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import mlflow
 import optuna
+import psycopg
+import pytest
+from sqlalchemy import make_url
 
 from tests.pipelines.helpers import forecast, tiny_settings
+from tests.postgres import why_unavailable
 
 
 def test_sweep_runs_trials_as_nested_runs_and_registers_the_best(tracking_uri, tmp_path):
@@ -49,3 +56,46 @@ def test_sweep_runs_trials_as_nested_runs_and_registers_the_best(tracking_uri, t
     best_run = client.get_run(best["run_id"])
     assert best_run.data.params["model.hidden_size"] == str(summary["best_params"]["hidden_size"])
     assert best_run.data.params["window.lookback"] == str(summary["best_params"]["lookback"])
+
+
+def fresh_databases(postgres_url: str, *names: str) -> list[str]:
+    """New empty databases on the session's PostgreSQL server, as URLs."""
+    server = make_url(postgres_url)
+    connect = {"host": server.host, "port": server.port, "user": server.username, "dbname": server.database}
+    with psycopg.connect(**connect, autocommit=True) as connection:
+        for name in names:
+            connection.execute(f"DROP DATABASE IF EXISTS {name}")
+            connection.execute(f"CREATE DATABASE {name}")
+    return [server.set(database=name).render_as_string(hide_password=False) for name in names]
+
+
+def test_workers_on_one_study_add_up_their_trials_and_register_the_best_once(postgres_url, tmp_path):
+    """Two `forecast sweep` processes on one study in PostgreSQL (and one MLflow store there):
+    2 + 2 trials make a study of 4, and one of the two re-trains and registers the best."""
+    if postgres_url is None:
+        pytest.skip(f"PostgreSQL unavailable: {why_unavailable()}")
+    storage, tracking = fresh_databases(postgres_url, "sweep_study", "sweep_mlflow")
+    mlflow.MlflowClient(tracking).search_experiments()  # MLflow's tables, made once, before the workers
+    config = tmp_path / "base.yaml"
+    config.write_text("data: {dataset: melbourne-temp}\ntracking: {experiment: shared-sweep}\n")
+    command = [
+        sys.executable, "-m", "pipelines.cli", "sweep", "--config", str(config), "--trials", "2",
+        *tiny_settings(), "--study", "shared", "--register", "swept", "--tracking-uri", tracking,
+    ]  # fmt: skip
+    environment = {**os.environ, "OPTUNA_STORAGE": storage}  # as the Kubernetes Job gets it, from a Secret
+    workers = [
+        subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    outputs = [worker.communicate(timeout=600)[0] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0], outputs
+
+    study = optuna.load_study(study_name="shared", storage=storage)
+    assert sorted(trial.number for trial in study.trials) == [0, 1, 2, 3]  # the trials add up
+    for trial in study.trials:  # a configuration scored before is not trained again
+        earlier = [t for t in study.trials if t.params == trial.params and t.number < trial.number]
+        if earlier and trial.state == optuna.trial.TrialState.COMPLETE:
+            assert trial.user_attrs.get("same_as") == earlier[0].number
+    versions = mlflow.MlflowClient(tracking).search_model_versions("name = 'swept'")
+    assert len(versions) == 1  # the best registered once
+    assert sum("another worker of this study re-trains" in output for output in outputs) == 1

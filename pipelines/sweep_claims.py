@@ -1,0 +1,42 @@
+"""Who re-trains a shared study's best: the first worker to insert the study's claim, in the
+study's own database (the Optuna storage every worker already reaches). The insert is atomic on
+SQLite and PostgreSQL alike (a primary key), so exactly one worker wins, whatever the timing;
+no wall clock, lease or sleep decides. A claim names the study and how many trials it had: a
+study extended later with more trials gets a new best, and a new claim."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+metadata = MetaData()
+claims = Table(
+    "forecast_sweep_claims",
+    metadata,
+    Column("study", String(512), primary_key=True),
+    Column("trials", Integer, primary_key=True),
+    Column("worker", String(256), nullable=False),
+)
+
+
+def claim_best(storage: str, study: str, trials: int) -> bool:
+    """True for the one worker that re-trains and registers the best of ``study`` at ``trials``."""
+    url = make_url(storage)
+    if url.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; we ship psycopg 3
+        url = url.set(drivername="postgresql+psycopg")
+    engine = create_engine(url)
+    try:
+        with contextlib.suppress(DBAPIError):  # another worker created it at the same moment
+            metadata.create_all(engine, checkfirst=True)
+        with engine.begin() as connection:
+            worker = f"{socket.gethostname()}:{os.getpid()}"
+            connection.execute(insert(claims).values(study=study, trials=trials, worker=worker))
+        return True
+    except IntegrityError:
+        return False
+    finally:
+        engine.dispose()
