@@ -43,7 +43,9 @@ class ForecastModule(pl.LightningModule):
         self.teacher_forcing_ratio = hp.teacher_forcing * hp.teacher_forcing_decay**self.current_epoch
         self.log("teacher_forcing", self.teacher_forcing_ratio, on_step=False, on_epoch=True, sync_dist=True)
 
-    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> dict[str, torch.Tensor]:
+        """The batch's loss (what is minimised) and MAE in the target's units; logged per epoch
+        by forecaster/epoch_means.py."""
         training = stage == "train"
         target = batch["target"]  # (B, H)
         known = {"series": batch["series"]} if isinstance(self.network, SeriesEmbedded) else {}
@@ -59,9 +61,7 @@ class ForecastModule(pl.LightningModule):
         else:
             loss = self.loss_fn(out.mean, target)
         mae = (out.mean - target).abs().mean() * self.hparams.target_scale
-        self.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=True, sync_dist=True)
-        self.log(f"{stage}_mae", mae, on_step=False, on_epoch=True, prog_bar=not training, sync_dist=True)
-        return loss
+        return {"loss": loss, "mae": mae}
 
     def training_step(self, batch, batch_idx):
         return self._step(batch, "train")
@@ -70,7 +70,11 @@ class ForecastModule(pl.LightningModule):
         return self._step(batch, "val")
 
     def test_step(self, batch, batch_idx):
-        return self._step(batch, "test")
+        step = self._step(batch, "test")
+        size = len(batch["target"])
+        self.log("test_loss", step["loss"], on_epoch=True, sync_dist=True, batch_size=size)
+        self.log("test_mae", step["mae"], on_epoch=True, sync_dist=True, batch_size=size)
+        return step
 
     def configure_optimizers(self):
         hp = self.hparams

@@ -24,6 +24,7 @@ from forecaster.config import ForecastConfig
 from forecaster.conformal import conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
 from forecaster.data.scaling import StandardScaler
+from forecaster.epoch_means import EpochMeans
 from forecaster.errors import ConfigError
 from forecaster.evaluation import MODEL, evaluate
 from forecaster.models import build_network
@@ -154,6 +155,7 @@ def train_model(
         deterministic="warn",
         logger=logger,
         callbacks=[
+            EpochMeans(),  # first: the others read the epoch's losses it logs
             EarlyStopping(monitor="val_loss", patience=config.train.patience),
             *([averaging] if averaging else []),
             checkpoint,
