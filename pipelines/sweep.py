@@ -5,12 +5,15 @@ is re-trained as a normal run (test metrics, model) and registered if asked.
 
 With an RDB storage URL (sqlite:///optuna.db, postgresql://...) several workers, on as many
 machines, share one study: each runs its ``--trials``, the trials add up, a configuration already
-scored is not trained again, and the best is re-trained and registered once, by the worker that
-claims it (pipelines/sweep_claims.py) after every running trial of the study has ended."""
+scored is not trained again, and the best trial is re-trained and registered once, by the worker
+that claims it (pipelines/sweep_claims.py) after every running trial of the study has ended. A
+worker that starts after the others ended and finds a better trial registers that one too."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import socket
 import time
 import warnings
 from dataclasses import dataclass
@@ -28,6 +31,7 @@ from forecaster.evaluation import evaluate
 from forecaster.training import train_model
 from pipelines.config import RunConfig
 from pipelines.console import console, quiet_lightning, table
+from pipelines.locks import database_lock
 from pipelines.logging_run import flatten
 from pipelines.sweep_claims import claim_best
 from pipelines.tracking import ensure_experiment, environment_tags
@@ -146,6 +150,8 @@ def run_sweep(
         config = suggest(trial, base)
         done = scored_before(trial)
         if done is not None:  # another worker (or this one) trained this very configuration
+            for key, value in done.user_attrs.items():
+                trial.set_user_attr(key, value)
             trial.set_user_attr("same_as", done.number)
             return float(done.value)
         trial_tags = {
@@ -218,7 +224,7 @@ def run_sweep(
         # a shared study: wait for the other workers' running trials, then one worker re-trains
         wait_for_running_trials(study, quiet)
         study = optuna.load_study(study_name=study_name, storage=shared_storage(storage))
-        retrain_best = claim_best(storage, study_name, len(study.trials))
+        retrain_best = claim_best(storage, study_name, study.best_trial.number)
         if not retrain_best and not quiet:
             console.print("another worker of this study re-trains and registers its best", markup=False)
     if retrain_best:
@@ -235,17 +241,22 @@ def shared_storage(storage: str | None) -> optuna.storages.BaseStorage | None:
     keep the other workers waiting to re-train the best."""
     if storage is None:
         return None
-    with warnings.catch_warnings():  # heartbeats are marked experimental since Optuna 2.9
+    # workers started together would each create the study's tables (one fails on the other's
+    # alembic_version row): the first creates them, the others wait and find them
+    schema = database_lock(storage, "creation of the Optuna study's tables", "optuna-schema", 300)
+    with warnings.catch_warnings(), schema:  # heartbeats are marked experimental since Optuna 2.9
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         return optuna.storages.RDBStorage(storage, heartbeat_interval=30, grace_period=120)
 
 
 def worker_seed(seed: int, storage: str | None) -> int:
     """The sampler's seed: the config's for a study of its own (reproducible); for a shared one,
-    varied per worker process, or every worker would propose the same configurations."""
+    varied per worker (host, process and start time: in a pod the pid is always 1), or every
+    worker would propose the same configurations."""
     if storage is None:
         return seed
-    return (seed * 1_000_003 + os.getpid() * 7919 + time.time_ns()) % 2**31
+    worker = f"{seed} {socket.gethostname()} {os.getpid()} {time.time_ns()}"
+    return int.from_bytes(hashlib.sha256(worker.encode()).digest()[:4], "big") % 2**31
 
 
 def scored_before(trial: optuna.Trial) -> optuna.trial.FrozenTrial | None:
@@ -261,12 +272,16 @@ def wait_for_running_trials(
 ) -> None:
     """Until no trial of the study is running or waiting, seen twice ``poll_s`` apart with the
     same number of trials: a worker between two of its trials (milliseconds from one to the next)
-    is not taken for a worker that has finished."""
+    is not taken for a worker that has finished. A dead worker's trial stops counting once its
+    heartbeat is older than the storage's grace period (Optuna marks it failed only when asked)."""
     said = False
     deadline = time.monotonic() + limit_s
     states = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
     settled_at: int | None = None  # the trial count when no trial was last seen running
     while time.monotonic() < deadline:
+        with warnings.catch_warnings():  # experimental since Optuna 2.9, as heartbeats are
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
         running = study.get_trials(deepcopy=False, states=states)
         count = len(study.get_trials(deepcopy=False))
         if not running and settled_at == count:
@@ -276,3 +291,6 @@ def wait_for_running_trials(
             console.print("waiting for the study's other running trials to end ...", markup=False)
             said = True
         time.sleep(poll_s)
+    console.print(
+        f"trials still running after {limit_s / 3600:.0f} h: re-training the best so far", markup=False
+    )

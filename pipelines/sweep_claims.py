@@ -1,8 +1,11 @@
 """Who re-trains a shared study's best: the first worker to insert the study's claim, in the
 study's own database (the Optuna storage every worker already reaches). The insert is atomic on
 SQLite and PostgreSQL alike (a primary key), so exactly one worker wins, whatever the timing;
-no wall clock, lease or sleep decides. A claim names the study and how many trials it had: a
-study extended later with more trials gets a new best, and a new claim."""
+no wall clock, lease or sleep decides. A claim names the study and its best trial: a worker that
+ends later without a better trial finds it taken; one whose trial beat it claims the new best.
+
+Left alone: a worker that dies while re-training leaves its claim, and that best unregistered
+(its run shows FAILED in MLflow; `forecast register --run-id` registers it by hand)."""
 
 from __future__ import annotations
 
@@ -18,15 +21,15 @@ claims = Table(
     "forecast_sweep_claims",
     metadata,
     Column("study", String(512), primary_key=True),
-    Column("trials", Integer, primary_key=True),
+    Column("best_trial", Integer, primary_key=True),
     Column("worker", String(256), nullable=False),
 )
 
 
-def claim_best(storage: str, study: str, trials: int) -> bool:
-    """True for the one worker that re-trains and registers the best of ``study`` at ``trials``."""
+def claim_best(storage: str, study: str, best_trial: int) -> bool:
+    """True for the one worker that re-trains and registers trial ``best_trial``, ``study``'s best."""
     url = make_url(storage)
-    if url.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; we ship psycopg 3
+    if url.drivername == "postgresql":  # psycopg 3, which we ship, whatever SQLAlchemy's default
         url = url.set(drivername="postgresql+psycopg")
     engine = create_engine(url)
     try:
@@ -34,7 +37,7 @@ def claim_best(storage: str, study: str, trials: int) -> bool:
             metadata.create_all(engine, checkfirst=True)
         with engine.begin() as connection:
             worker = f"{socket.gethostname()}:{os.getpid()}"
-            connection.execute(insert(claims).values(study=study, trials=trials, worker=worker))
+            connection.execute(insert(claims).values(study=study, best_trial=best_trial, worker=worker))
         return True
     except IntegrityError:
         return False

@@ -83,3 +83,17 @@ def postgres_server(database: str = "mlflow") -> Iterator[str]:
         with contextlib.suppress(subprocess.SubprocessError):
             _run([str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], as_postgres)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def fresh_databases(postgres_url: str, *names: str) -> list[str]:
+    """New empty databases on the session's PostgreSQL server, as URLs."""
+    import psycopg
+    from sqlalchemy import make_url
+
+    server = make_url(postgres_url)
+    connect = {"host": server.host, "port": server.port, "user": server.username, "dbname": server.database}
+    with psycopg.connect(**connect, autocommit=True) as connection:
+        for name in names:
+            connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # PostgreSQL 13+
+            connection.execute(f"CREATE DATABASE {name}")
+    return [server.set(database=name).render_as_string(hide_password=False) for name in names]

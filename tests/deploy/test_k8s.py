@@ -51,7 +51,7 @@ def pod_spec(obj: dict) -> dict:
 
 
 def workloads(overlay: str) -> list[dict]:
-    return [o for o in rendered(overlay) if o["kind"] in ("Deployment", "Job", "CronJob")]
+    return [o for o in rendered(overlay) if o["kind"] in ("Deployment", "CronJob")]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -60,7 +60,7 @@ def test_every_overlay_renders_and_validates_strictly(overlay):
 
     docs = rendered(overlay)
     assert {o["kind"] for o in docs} >= {"Deployment", "Service", "HorizontalPodAutoscaler",
-                                         "PodDisruptionBudget", "Ingress", "NetworkPolicy", "Job", "CronJob"}  # fmt: skip
+                                         "PodDisruptionBudget", "Ingress", "NetworkPolicy", "CronJob"}  # fmt: skip
     for doc in docs:
         kubernetes_validate.validate(doc, KUBERNETES, strict=True)
     for doc in yaml.safe_load_all((K8S / "secrets.example.yaml").read_text()):
@@ -69,9 +69,8 @@ def test_every_overlay_renders_and_validates_strictly(overlay):
 
 def app_routes() -> set[str]:
     from service.main import create_app
-    from service.settings import ServiceSettings
-
     from service.predict_endpoint import PREDICT_PATH
+    from service.settings import ServiceSettings
 
     app = create_app(ServiceSettings(forecast_log_url="sqlite:///unused.db"))
     return route_paths(app.routes) | {PREDICT_PATH}  # predict is answered before routing
@@ -101,7 +100,13 @@ def test_the_api_probes_ports_and_command_are_the_apps(overlay):
         assert check["path"] in routes, (probe, check["path"])
         assert check["port"] in ports
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"  # never the registry
+    # neither restarts a replica that waits for a model or for the registry
+    assert (
+        container["startupProbe"]["httpGet"]["path"]
+        == container["livenessProbe"]["httpGet"]["path"]
+        == "/healthz"
+    )
+    assert "replicas" not in api["spec"]  # the autoscaler's: a re-apply must not reset it
     assert container["command"] == load("docker-compose.yml")["services"]["api"]["command"]
     assert ports["http"] == int(container["command"][container["command"].index("--port") + 1])
     service = objects(overlay, "Service")["forecast-api"]
@@ -121,7 +126,42 @@ def test_termination_waits_longer_than_the_service_drains(overlay):
     command = pod_spec(api)["containers"][0]["command"]
     graceful = float(command[command.index("--timeout-graceful-shutdown") + 1])
     drain = MonitoringSettings.model_fields["forecast_log_drain_s"].default
-    assert pod_spec(api)["terminationGracePeriodSeconds"] > graceful + drain
+    unrouted = pod_spec(api)["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]  # leaving endpoints
+    assert unrouted >= 5
+    assert pod_spec(api)["terminationGracePeriodSeconds"] > unrouted + graceful + drain
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_no_pod_mounts_an_api_token_and_only_mlflow_clients_reach_mlflow(overlay):
+    """Whoever reaches MLflow can move @champion, and so choose what every replica runs."""
+    clients = set()
+    for workload in workloads(overlay):
+        spec = pod_spec(workload)
+        assert spec["automountServiceAccountToken"] is False, workload["metadata"]["name"]
+        env = {e["name"] for c in spec["containers"] for e in c.get("env", [])}
+        template = (
+            workload["spec"]["jobTemplate"]["spec"] if workload["kind"] == "CronJob" else workload["spec"]
+        )
+        if "MLFLOW_TRACKING_URI" in env:
+            assert template["template"]["metadata"]["labels"]["forecast/mlflow-client"] == "true"
+            clients.add(workload["metadata"]["name"])
+    assert clients == {"forecast-api", "forecast-train", "forecast-sweep", "forecast-retrain"}
+    (rule,) = objects(overlay, "NetworkPolicy")["mlflow"]["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": {"forecast/mlflow-client": "true"}}}]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_ingress_takes_the_bodies_the_service_takes_over_https(overlay):
+    from service.settings import ServiceSettings
+
+    ingress = objects(overlay, "Ingress")["forecast-api"]
+    limit = ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/proxy-body-size"]
+    assert (
+        limit.endswith("m")
+        and int(limit[:-1]) * 2**20 >= ServiceSettings.model_fields["max_body_bytes"].default
+    )
+    hosts = {rule["host"] for rule in ingress["spec"]["rules"]}
+    assert hosts <= {host for tls in ingress["spec"]["tls"] for host in tls["hosts"]}
 
 
 def test_the_gpu_overlay_asks_for_a_gpu_and_the_cpu_one_does_not():
@@ -255,5 +295,4 @@ def test_only_public_routes_are_reachable_from_outside_the_namespace(overlay):
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
     ]
     assert all(s == {"podSelector": {}} for s in sources if "namespaceSelector" not in s)
-    assert "mlflow" in policies and all("namespaceSelector" not in s for r in policies["mlflow"]["spec"]["ingress"]
-                                        for s in r["from"])  # fmt: skip
+    assert "mlflow" in policies

@@ -9,12 +9,10 @@ import sys
 
 import mlflow
 import optuna
-import psycopg
 import pytest
-from sqlalchemy import make_url
 
 from tests.pipelines.helpers import forecast, tiny_settings
-from tests.postgres import why_unavailable
+from tests.postgres import fresh_databases, why_unavailable
 
 
 def test_sweep_runs_trials_as_nested_runs_and_registers_the_best(tracking_uri, tmp_path):
@@ -56,17 +54,6 @@ def test_sweep_runs_trials_as_nested_runs_and_registers_the_best(tracking_uri, t
     best_run = client.get_run(best["run_id"])
     assert best_run.data.params["model.hidden_size"] == str(summary["best_params"]["hidden_size"])
     assert best_run.data.params["window.lookback"] == str(summary["best_params"]["lookback"])
-
-
-def fresh_databases(postgres_url: str, *names: str) -> list[str]:
-    """New empty databases on the session's PostgreSQL server, as URLs."""
-    server = make_url(postgres_url)
-    connect = {"host": server.host, "port": server.port, "user": server.username, "dbname": server.database}
-    with psycopg.connect(**connect, autocommit=True) as connection:
-        for name in names:
-            connection.execute(f"DROP DATABASE IF EXISTS {name}")
-            connection.execute(f"CREATE DATABASE {name}")
-    return [server.set(database=name).render_as_string(hide_password=False) for name in names]
 
 
 def test_workers_on_one_study_add_up_their_trials_and_register_the_best_once(postgres_url, tmp_path):
