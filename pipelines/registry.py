@@ -3,15 +3,11 @@
 The gate compares candidate and holder on the candidate's selection window (the later part of its
 validation period: early stopping never saw it, see forecaster/data/splitting.py) and refuses when
 the holder was itself fitted or early-stopped on any of those rows. The test split decides nothing.
-Two trainers promoting at once take turns (``promotion_lock``), so the second one compares
-against whatever the first one left, and the worse one cannot win."""
+Two trainers promoting at once take turns (pipelines/locks.py, the tracking backend's own
+lock), so the second one compares against whatever the first one left, and the worse one cannot win."""
 
 from __future__ import annotations
 
-import contextlib
-import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import mlflow
@@ -24,12 +20,9 @@ from forecaster.data.source import load_from_config
 from forecaster.errors import ForecasterError
 from forecaster.evaluation import evaluate
 from forecaster.predictor import Predictor
+from pipelines.locks import promotion_lock
 
 SELECTION_METRIC = "selection_mae"
-LOCK_TAG = "promotion.lock"
-LOCK_LEASE_S = 600.0  # a promoter that died holding the lock is ignored after this
-LOCK_SETTLE_S = 0.5  # wait after writing the lock tag before reading it back
-LOCK_WAIT_S = 900.0
 
 
 class RegistryError(ForecasterError):
@@ -106,32 +99,6 @@ def current_holder(name: str, alias: str) -> str | None:
         return str(mlflow.MlflowClient().get_model_version_by_alias(name, alias).version)
     except MlflowException:
         return None
-
-
-@contextlib.contextmanager
-def promotion_lock(name: str, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """One promotion of ``name`` at a time, on any tracking backend (SQLite, a database, an HTTP
-    server): a lease written as a tag of the registered model, read back after a pause, so of two
-    writers only the last one finds its own token and goes on; the other waits. A lease older
-    than LOCK_LEASE_S (its holder died) is taken over."""
-    client = mlflow.MlflowClient()
-    token = f"{uuid.uuid4().hex} {time.time():.3f}"
-    deadline = time.monotonic() + wait_s
-    while True:
-        held = client.get_registered_model(name).tags.get(LOCK_TAG)
-        if held is None or time.time() - float(held.split()[1]) > LOCK_LEASE_S:
-            client.set_registered_model_tag(name, LOCK_TAG, token)
-            time.sleep(LOCK_SETTLE_S)
-            if client.get_registered_model(name).tags.get(LOCK_TAG) == token:
-                break
-        if time.monotonic() > deadline:
-            raise RegistryError(f"another promotion of {name!r} has held the lock for over {wait_s:.0f} s")
-        time.sleep(LOCK_SETTLE_S)
-    try:
-        yield
-    finally:
-        if client.get_registered_model(name).tags.get(LOCK_TAG) == token:
-            client.delete_registered_model_tag(name, LOCK_TAG)
 
 
 def promote(name: str, version: str, alias: str = "champion", force: bool = False) -> Promotion:

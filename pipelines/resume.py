@@ -4,13 +4,14 @@ exactly what the first half did; its checkpoints are artifacts, so another machi
 
 from __future__ import annotations
 
+import datetime
 import os
 import socket
 import tempfile
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import mlflow
@@ -22,9 +23,11 @@ from mlflow.store.artifact.artifact_repository_registry import get_artifact_repo
 from forecaster.checkpoints import BEST, LAST, Publish
 from forecaster.errors import ForecasterError
 from pipelines.config import RunConfig, read_yaml, validate
+from pipelines.locks import LEASE_S, LockError, run_lock, uses_tag_lease
 from pipelines.stale import HEARTBEAT_TAG, HOST_TAG, PID_START_TAG, PID_TAG, process_start, stale_reason
 
 CHECKPOINTS = "checkpoints"  # artifact folder: checkpoints/epoch-NNNN/{last,best}.ckpt
+SINCE_TAG = "forecast.since"  # when the process training the run took it (UTC)
 EPOCHS_TAG = "checkpoint.epochs"  # epochs done in the checkpoint `checkpoint.last` names
 # the artifact path of the newest complete file of each kind, set only once its upload returned:
 # an upload cut short by a kill is never named, so a resume never reads a torn checkpoint
@@ -133,7 +136,13 @@ def prune(client: mlflow.MlflowClient, store: ArtifactRepository, run_id: str, a
 
 def process_tags() -> dict[str, str]:
     """Who trains the run, so a run left RUNNING by a dead process can be told from a live one."""
-    tags = {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()), HEARTBEAT_TAG: f"{time.time():.0f}"}
+    now = time.time()
+    tags = {
+        HOST_TAG: socket.gethostname(),
+        PID_TAG: str(os.getpid()),
+        HEARTBEAT_TAG: f"{now:.0f}",
+        SINCE_TAG: datetime.datetime.fromtimestamp(now, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
     started = process_start(os.getpid())
     return tags | ({PID_START_TAG: started} if started else {})
 
@@ -144,3 +153,22 @@ def logged_steps(client: mlflow.MlflowClient, run: Run) -> dict[str, set[int]]:
     return {
         key: {m.step for m in client.get_metric_history(run.info.run_id, key)} for key in run.data.metrics
     }
+
+
+def hold_run(
+    stack: ExitStack, client: mlflow.MlflowClient, run_id: str, tracking_uri: str, resume: bool
+) -> None:
+    """This process alone trains ``run_id`` until ``stack`` closes (pipelines/locks.py); a second
+    ``--resume`` of it meanwhile is refused, naming the process that holds it."""
+    try:
+        wait_s = LEASE_S + 5 if uses_tag_lease(tracking_uri) else 0.0  # a dead holder's lease ages out
+        stack.enter_context(run_lock(run_id, tracking_uri, wait_s))
+    except LockError as exc:
+        if not resume:
+            raise
+        tags = client.get_run(run_id).data.tags
+        since = tags.get(SINCE_TAG, "?")
+        raise ResumeError(
+            f"--resume {run_id}: another process is training this run: pid {tags.get(PID_TAG, '?')} on "
+            f"{tags.get(HOST_TAG, '?')}, since {since} ({exc})"
+        ) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,14 @@ from pipelines.logging_run import (
 )
 from pipelines.progress import EpochProgress
 from pipelines.registry import Promotion, promote, register, version_of_run
-from pipelines.resume import check_resumable, checkpoint_directory, logged_steps, process_tags, publisher
+from pipelines.resume import (
+    check_resumable,
+    checkpoint_directory,
+    hold_run,
+    logged_steps,
+    process_tags,
+    publisher,
+)
 from pipelines.stale import find_stale_runs, warning_line
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
 
@@ -96,8 +104,14 @@ def run_training(
     experiment_id = ensure_experiment(config.tracking.experiment, tracking_uri)
     name = dataset_name(config)
     run_name = config.tracking.run_name or default_run_name(config)
+    held = ExitStack()  # this process's lock on the run it trains, to the end (pipelines/locks.py)
     if resume:
-        logged = logged_steps(client, check_resumable(client, resume))
+        hold_run(held, client, resume, tracking_uri, resume=True)  # before its state is read
+        try:
+            logged = logged_steps(client, check_resumable(client, resume))
+        except BaseException:
+            held.close()  # a run that cannot be resumed is not kept locked
+            raise
         start = {"run_id": resume}
     else:
         warn_about_stale_runs(client, experiment_id)
@@ -111,8 +125,14 @@ def run_training(
         }
         start = {"experiment_id": experiment_id, "run_name": run_name, "tags": tags}
     started = time.perf_counter()
-    with mlflow.start_run(**start) as run, checkpoint_directory(resume, tracking_uri) as (directory, found):
+    with (
+        held,
+        mlflow.start_run(**start) as run,
+        checkpoint_directory(resume, tracking_uri) as (directory, found),
+    ):
         run_id = run.info.run_id
+        if not resume:
+            hold_run(held, client, run_id, tracking_uri, resume=False)
         mlflow.set_tags(process_tags())
         if not resume:
             log_config_and_data(config, prepared, name)

@@ -225,3 +225,37 @@ def test_a_reused_pid_does_not_keep_a_dead_run_alive(tracking_uri):
     assert run_id in listed.stdout and "now belongs to another process" in listed.stdout
     client.set_tag(run_id, PID_START_TAG, process_start(os.getpid()))  # the very process: alive
     assert run_id not in forecast("runs", "--stale", "--tracking-uri", tracking_uri).stdout
+
+
+@pytest.mark.slow
+def test_a_second_resume_of_a_run_being_resumed_is_refused_by_name(tmp_path):
+    """Two `--resume` of one run: the first takes the run's lock and trains; the second, started
+    while the first holds it (frozen with SIGSTOP, so no timing decides), is refused naming it."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    run_id = kill_after_checkpoint(
+        tmp_path, uri, 1, *settings(), "--experiment", "crash", "--tracking-uri", uri
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    resume = cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--quiet")
+    first = subprocess.Popen(
+        resume, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    client = mlflow.MlflowClient(uri)
+    try:
+        deadline = time.monotonic() + 300
+        while client.get_run(run_id).data.tags.get(PID_TAG) != str(first.pid):  # it holds the run
+            assert first.poll() is None and time.monotonic() < deadline, first.stdout.read()
+            time.sleep(0.05)
+        first.send_signal(signal.SIGSTOP)
+        second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    assert second.returncode != 0
+    refusal = second.stdout + second.stderr
+    assert f"another process is training this run: pid {first.pid} on " in refusal, refusal
+    assert "since 20" in refusal and "Traceback" not in refusal, refusal
+    output = first.communicate(timeout=600)[0]
+    assert first.returncode == 0, output
+    assert client.get_run(run_id).info.status == "FINISHED"
+    steps = [m.step for m in client.get_metric_history(run_id, "val_loss")]
+    assert sorted(steps) == list(range(6))  # trained once: no epoch logged twice
