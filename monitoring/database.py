@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from forecaster.errors import ForecasterError
 from forecaster.redaction import redact
@@ -138,7 +139,22 @@ def migration_engine(url: str, timeout_s: float) -> Engine:
 def upgrade(url: str, timeout_s: float = 600.0, to: str = "head") -> str:
     """Bring the log at ``url`` to the current layout (or revision ``to``) in one transaction
     (creating it when the database is empty) and return the revision. A log of an earlier,
-    unversioned layout is recognised and migrated; any other raises LogUnavailable, untouched."""
+    unversioned layout is recognised and migrated; any other raises LogUnavailable, untouched.
+
+    SQLite can answer "database is locked" without waiting its busy timeout while another
+    process turns a new file to WAL (seen once in a full test run: two services starting at once): the
+    whole transaction is tried again until ``timeout_s``; it finds the log migrated or migrates it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return upgrade_once(url, timeout_s, to)
+        except OperationalError as exc:
+            if "database is locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def upgrade_once(url: str, timeout_s: float, to: str) -> str:
     engine = migration_engine(url, timeout_s)
     try:
         with engine.begin() as connection:

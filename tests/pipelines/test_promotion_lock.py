@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 
 import mlflow
 import pytest
@@ -27,7 +28,8 @@ def store(request, tmp_path, monkeypatch, postgres_url) -> str:
         return f"sqlite:///{tmp_path / 'mlflow.db'}"
     if postgres_url is None:
         pytest.skip(f"PostgreSQL unavailable: {why_unavailable()}")
-    (url,) = fresh_databases(postgres_url, "promotion_store")
+    # a new name each time: MLflow keeps one store per URL in the process, with its tables known
+    (url,) = fresh_databases(postgres_url, f"promotion_{uuid.uuid4().hex[:8]}")
     return url
 
 
