@@ -5,16 +5,20 @@ first left and the worse one cannot win), and one process training a run at a ti
 
 - PostgreSQL: a session advisory lock (``pg_try_advisory_lock``) on the tracking database, keyed
   by what is locked. The server holds it, and frees it when the holder's connection ends, a
-  killed process included.
-- SQLite, or a local ``file:`` store: a file lock (``flock``, through ``filelock``) beside the store.
+  killed process included (TCP keepalives notice a lost machine in about a minute). It needs a
+  session of its own: not through PgBouncer in transaction mode.
+- SQLite, or a local ``file:`` store: a file lock (``flock``, through ``filelock``) in the folder
+  ``.forecast-locks`` beside the store (its files stay; only the kernel's lock comes and goes).
   Such a store lives on one machine, and the kernel frees the lock with its holder.
 - Anything else (an MLflow tracking server over HTTP, another database): a lease written as a tag
   of the registered model or the run, the one thing every backend offers. The holder renews it while it
   works; a waiter takes a lease over only after seeing the same value unchanged for
   ``LEASE_S`` by its own clock, so no two machines' clocks are compared, and a tag it cannot
-  read (malformed, written by hand) is just such a value. A tag lease is not exclusive if a
-  writer stalls longer than ``SETTLE_S`` between writing and reading back: that is the price of
-  an HTTP server that has no lock to offer, and why the others use theirs.
+  read (malformed, written by hand) is just such a value. The renewer rewrites the lease only
+  while it still reads its own token; a holder that lost it (the server unreachable for longer
+  than LEASE_S, another writer took it) says so as it ends. A tag lease is not exclusive if a
+  writer stalls longer than ``SETTLE_S`` between reading the lease free and reading back its
+  own: that is the price of an HTTP server that has no lock to offer, and why the others use theirs.
 
 Waiting is bounded (``wait_s``); every failure is a ``LockError`` naming what is locked."""
 
@@ -47,11 +51,17 @@ WAIT_S = 900.0  # how long a promotion waits for another one of the same model
 POLL_S = 0.2
 LEASE_S = 120.0  # a tag lease seen unchanged this long is taken over (its holder died)
 RENEW_S = 20.0  # a tag lease's holder rewrites it this often
-SETTLE_S = 0.5  # after writing a tag lease, wait this long before reading it back
+SETTLE_S = 3.0  # after writing a tag lease, wait this long before reading it back (HTTP round trips)
+LEASE_POLL_S = 1.0  # how often a waiter reads a tag lease
+RENEWER = "lease-renewer"  # the renewing thread's name
 
 
 class LockError(ForecasterError):
-    """A lock could not be taken."""
+    """A lock could not be taken (or was lost)."""
+
+
+class LockHeld(LockError):
+    """Another process holds the lock."""
 
 
 Lock = AbstractContextManager[str]
@@ -133,11 +143,20 @@ def lock_key(key: str) -> str:
 # -- PostgreSQL ---------------------------------------------------------------------------------
 @contextlib.contextmanager
 def advisory_lock(uri: str, what: str, key: str, wait_s: float) -> Iterator[str]:
-    url = make_url(uri)
-    if url.drivername == "postgresql":  # psycopg 3, which we ship, whatever SQLAlchemy's default
-        url = url.set(drivername="postgresql+psycopg")
     number = int(lock_key(key)[:15], 16)  # a bigint
-    engine = create_engine(url, poolclass=NullPool)
+    try:
+        url = make_url(uri)
+        if url.drivername == "postgresql":  # psycopg 3, which we ship, whatever SQLAlchemy's default
+            url = url.set(drivername="postgresql+psycopg")
+        keepalives = {
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        }
+        engine = create_engine(url, poolclass=NullPool, connect_args={"connect_timeout": 10, **keepalives})
+    except (ArgumentError, ImportError) as exc:
+        raise LockError(f"cannot take the lock of the {what}: {redact(str(exc).splitlines()[0])}") from None
     try:
         connection = engine.connect()
         try:
@@ -145,16 +164,16 @@ def advisory_lock(uri: str, what: str, key: str, wait_s: float) -> Iterator[str]
             while not connection.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": number}).scalar():
                 connection.rollback()
                 if time.monotonic() > deadline:
-                    raise LockError(f"another {what} holds its lock{waited(wait_s)}")
+                    raise LockHeld(f"another {what} holds its lock{waited(wait_s)}")
                 time.sleep(POLL_S)
             connection.commit()
         except BaseException:
             connection.close()
             raise
-    except (SQLAlchemyError, ArgumentError) as exc:
+    except (SQLAlchemyError, ImportError) as exc:
         engine.dispose()
         why = redact(str(exc).splitlines()[0])
-        raise LockError(f"cannot take the lock of the {what} on the tracking database: {why}") from None
+        raise LockError(f"cannot take the lock of the {what} in its database: {why}") from None
     try:
         yield "postgresql advisory lock"
     finally:
@@ -176,12 +195,14 @@ def store_directory(uri: str) -> Path:
 
 @contextlib.contextmanager
 def file_lock(directory: Path, what: str, key: str, wait_s: float) -> Iterator[str]:
-    path = directory / f".forecast-{lock_key(key)[:16]}.lock"
-    lock = FileLock(path, timeout=wait_s)
+    path = directory / ".forecast-locks" / f"{lock_key(key)[:16]}.lock"
     try:
+        path.parent.mkdir(exist_ok=True)
+        # a real flock or none: a soft lock's marker file would outlive a crashed holder
+        lock = FileLock(path, timeout=wait_s, fallback_to_soft=False)
         lock.acquire(poll_interval=POLL_S)
     except FileLockTimeout:
-        raise LockError(f"another {what} holds its lock ({path}){waited(wait_s)}") from None
+        raise LockHeld(f"another {what} holds its lock ({path}){waited(wait_s)}") from None
     except OSError as exc:
         raise LockError(f"cannot take the lock of the {what} ({path}): {exc}") from None
     try:
@@ -198,17 +219,19 @@ def tag_lease(tag: Tag, what: str, wait_s: float) -> Iterator[str]:
         acquire_lease(tag, what, token, wait_s)
     except MlflowException as exc:
         raise LockError(f"cannot take the lease of the {what}: {exc.message}") from None
-    stop = threading.Event()
-    renewer = threading.Thread(target=renew_lease, args=(tag, token, stop), daemon=True)
+    stop, lost = threading.Event(), threading.Event()
+    renewer = threading.Thread(target=renew_lease, args=(tag, token, stop, lost), name=RENEWER, daemon=True)
     renewer.start()
     try:
         yield "tag lease"
     finally:
         stop.set()
         renewer.join()
-        with contextlib.suppress(MlflowException):
+        with contextlib.suppress(Exception):
             if is_ours(tag.read(), token):
                 tag.delete()
+    if lost.is_set():
+        raise LockError(f"the lease of the {what} was lost while it was held (its tag changed hands)")
 
 
 def acquire_lease(tag: Tag, what: str, token: str, wait_s: float) -> None:
@@ -226,17 +249,23 @@ def acquire_lease(tag: Tag, what: str, token: str, wait_s: float) -> None:
             if is_ours(tag.read(), token):
                 return
         if time.monotonic() > deadline:
-            raise LockError(f"another {what} holds its lease{waited(wait_s)}")
-        time.sleep(SETTLE_S)
+            raise LockHeld(f"another {what} holds its lease{waited(wait_s)}")
+        time.sleep(LEASE_POLL_S)
 
 
-def renew_lease(tag: Tag, token: str, stop: threading.Event) -> None:
-    """Rewrite the lease with a new count every RENEW_S, so waiters see it alive."""
+def renew_lease(tag: Tag, token: str, stop: threading.Event, lost: threading.Event) -> None:
+    """Every RENEW_S, rewrite the lease with a new count, while it is still ours: a holder whose
+    lease another took over stops renewing it and is told (``lost``) instead of fighting for it."""
     count = 0
     while not stop.wait(RENEW_S):
-        count += 1
-        with contextlib.suppress(MlflowException):
+        try:
+            if not is_ours(tag.read(), token):
+                lost.set()
+                return
+            count += 1
             tag.write(f"{token} {count}")
+        except Exception:  # noqa: BLE001 - unreachable for now: the next round tries again
+            continue
 
 
 def is_ours(held: str | None, token: str) -> bool:

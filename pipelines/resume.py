@@ -23,7 +23,7 @@ from mlflow.store.artifact.artifact_repository_registry import get_artifact_repo
 from forecaster.checkpoints import BEST, LAST, Publish
 from forecaster.errors import ForecasterError
 from pipelines.config import RunConfig, read_yaml, validate
-from pipelines.locks import LEASE_S, LockError, run_lock, uses_tag_lease
+from pipelines.locks import LEASE_S, LockHeld, run_lock, uses_tag_lease
 from pipelines.stale import HEARTBEAT_TAG, HOST_TAG, PID_START_TAG, PID_TAG, process_start, stale_reason
 
 CHECKPOINTS = "checkpoints"  # artifact folder: checkpoints/epoch-NNNN/{last,best}.ckpt
@@ -163,7 +163,7 @@ def hold_run(
     try:
         wait_s = LEASE_S + 5 if uses_tag_lease(tracking_uri) else 0.0  # a dead holder's lease ages out
         stack.enter_context(run_lock(run_id, tracking_uri, wait_s))
-    except LockError as exc:
+    except LockHeld as exc:
         if not resume:
             raise
         tags = client.get_run(run_id).data.tags

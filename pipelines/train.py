@@ -122,6 +122,7 @@ def run_training(
             "target": prepared.series.target,
             "role": "model",
             **environment_tags(),
+            **process_tags(),  # from its first moment: a --resume of it is refused as live
         }
         start = {"experiment_id": experiment_id, "run_name": run_name, "tags": tags}
     started = time.perf_counter()

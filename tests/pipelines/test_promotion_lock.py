@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 
 import mlflow
@@ -70,18 +71,36 @@ def test_a_tag_lease_is_taken_over_only_when_it_stops_changing(tmp_path, monkeyp
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     client = mlflow.MlflowClient()
     client.create_registered_model("stations")
-    monkeypatch.setattr(locks, "LEASE_S", 0.6)
-    monkeypatch.setattr(locks, "RENEW_S", 0.1)
-    monkeypatch.setattr(locks, "SETTLE_S", 0.05)
+    monkeypatch.setattr(locks, "LEASE_S", 3.0)
+    monkeypatch.setattr(locks, "RENEW_S", 0.5)
+    monkeypatch.setattr(locks, "SETTLE_S", 0.1)
     client.set_registered_model_tag("stations", locks.TAG, "garbage, not a lease")  # a dead holder's
     lease = model_tag(client, "stations")
-    with tag_lease(lease, "promotion of 'stations'", wait_s=10):
-        held = client.get_registered_model("stations").tags[locks.TAG]
-        assert held != "garbage, not a lease"
+    asked = time.monotonic()
+    with tag_lease(lease, "promotion of 'stations'", wait_s=20):
+        assert time.monotonic() - asked >= 3.0  # only once it stayed unchanged for LEASE_S
+        assert client.get_registered_model("stations").tags[locks.TAG] != "garbage, not a lease"
         refused = pytest.raises(LockError, match="another promotion of 'stations'")
-        with refused, tag_lease(lease, "promotion of 'stations'", wait_s=1.5):  # renewed: never taken over
+        with refused, tag_lease(lease, "promotion of 'stations'", wait_s=5):  # renewed: never taken over
             pass
     assert locks.TAG not in client.get_registered_model("stations").tags
+
+
+def test_a_holder_whose_lease_was_taken_stops_renewing_and_is_told(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    client = mlflow.MlflowClient()
+    client.create_registered_model("stations")
+    monkeypatch.setattr(locks, "RENEW_S", 0.2)
+    monkeypatch.setattr(locks, "SETTLE_S", 0.05)
+    lease = model_tag(client, "stations")
+    with pytest.raises(LockError, match="was lost"), tag_lease(lease, "promotion of 'stations'", wait_s=5):
+        client.set_registered_model_tag("stations", locks.TAG, "someone-else 0")  # as a takeover does
+        deadline = time.monotonic() + 60
+        while any(t.name == locks.RENEWER for t in threading.enumerate()):  # it notices, and stops
+            assert time.monotonic() < deadline, "the renewer went on"
+            time.sleep(0.05)
+    assert client.get_registered_model("stations").tags[locks.TAG] == "someone-else 0"  # not fought over
 
 
 @pytest.mark.slow

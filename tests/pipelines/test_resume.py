@@ -244,12 +244,14 @@ def test_a_second_resume_of_a_run_being_resumed_is_refused_by_name(tmp_path):
     try:
         deadline = time.monotonic() + 300
         while client.get_run(run_id).data.tags.get(PID_TAG) != str(first.pid):  # it holds the run
-            assert first.poll() is None and time.monotonic() < deadline, first.stdout.read()
+            assert first.poll() is None and time.monotonic() < deadline, "the first resume ended early"
             time.sleep(0.05)
         first.send_signal(signal.SIGSTOP)
         second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    finally:
         first.send_signal(signal.SIGCONT)
+    except BaseException:
+        first.kill()
+        raise
     assert second.returncode != 0
     refusal = second.stdout + second.stderr
     assert f"another process is training this run: pid {first.pid} on " in refusal, refusal
