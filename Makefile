@@ -35,4 +35,4 @@ format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) mlflow.db mlartifacts mlruns lightning_logs .pytest_cache
+	rm -rf $(VENV) mlflow.db .forecast-locks mlartifacts mlruns lightning_logs .pytest_cache
