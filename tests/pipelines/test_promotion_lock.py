@@ -64,13 +64,20 @@ def test_a_second_promotion_waits_for_the_first_and_gives_up_by_name(store):
         assert kind.startswith("file lock" if store.startswith("sqlite") else "postgresql advisory lock")
 
 
-def test_a_tag_lease_is_taken_over_only_when_it_stops_changing(tmp_path, monkeypatch):
-    """The lease an HTTP tracking server gets: no clocks of two machines compared, and a tag that
-    is not a lease at all (written by hand) does not crash anyone."""
+@pytest.fixture
+def registry(tmp_path, monkeypatch) -> mlflow.MlflowClient:
+    """An SQLite registry holding the model "stations", standing in for an HTTP server's."""
     monkeypatch.chdir(tmp_path)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     client = mlflow.MlflowClient()
     client.create_registered_model("stations")
+    return client
+
+
+def test_a_tag_lease_is_taken_over_only_when_it_stops_changing(registry, monkeypatch):
+    """The lease an HTTP tracking server gets: no clocks of two machines compared, and a tag that
+    is not a lease at all (written by hand) does not crash anyone."""
+    client = registry
     monkeypatch.setattr(locks, "LEASE_S", 3.0)
     monkeypatch.setattr(locks, "RENEW_S", 0.5)
     monkeypatch.setattr(locks, "SETTLE_S", 0.1)
@@ -86,11 +93,8 @@ def test_a_tag_lease_is_taken_over_only_when_it_stops_changing(tmp_path, monkeyp
     assert locks.TAG not in client.get_registered_model("stations").tags
 
 
-def test_a_holder_whose_lease_was_taken_stops_renewing_and_is_told(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    client = mlflow.MlflowClient()
-    client.create_registered_model("stations")
+def test_a_holder_whose_lease_was_taken_stops_renewing_and_is_told(registry, monkeypatch):
+    client = registry
     monkeypatch.setattr(locks, "RENEW_S", 0.2)
     monkeypatch.setattr(locks, "SETTLE_S", 0.05)
     lease = model_tag(client, "stations")
