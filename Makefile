@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean lock
+.PHONY: demo test test-fast lint format bench clean lock
 
 # Installs are constrained by requirements.lock (every dependency pinned), so a release of any of
 # them cannot change what a fresh clone gets; `make lock` regenerates it after pyproject.toml changes.
@@ -27,6 +27,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The unit tier, for a working session (under 2 minutes on a 2-core machine): `make test` without the
+# tests marked slow (training or serving real models, end-to-end, servers, DDP) or integration
+# (external processes). `make test` stays the full suite, and CI's command.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "not slow and not integration" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from forecaster.data.clock import valid_zone
+
 
 class StrictModel(BaseModel):
     """Unknown keys are errors, so a typo in a YAML file is reported instead of ignored."""
@@ -38,6 +40,17 @@ class DataConfig(StrictModel):
     fill: Literal["interpolate", "ffill"] | None = None
     duplicates: Literal["first", "last", "mean"] | None = None
     calendar_features: bool = Field(False, description="sin/cos hour, weekday, day of year")
+    timezone: str | None = Field(
+        None,
+        description="IANA zone the timestamps' wall clock is in (e.g. Europe/Berlin): zone-aware "
+        "timestamps, in the file and in requests, are converted to it, so calendar features are "
+        "local; without it zone-aware timestamps are read as UTC and naive ones as written",
+    )
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        return None if value is None else valid_zone(value)
 
     @model_validator(mode="after")
     def _needs_a_source(self) -> DataConfig:

@@ -145,8 +145,7 @@ def score(
     past_target = past[:, :, 0]  # (N, L)
     period = seasonal_period(prepared.series.frequency)
     forecasts = {MODEL: mean, **baseline_forecasts(past_target, windows.horizon, period)}
-    train_target = prepared.series.frame.iloc[: prepared.borders.train_end, 0].to_numpy()
-    scale = seasonal_naive_scale(train_target, period)
+    scale = training_mase_scale(prepared)
     last = past_target[:, -1]
     intervals = {}
     for level in predictor.interval_levels:
@@ -166,6 +165,13 @@ def score(
         intervals=intervals,
         quantiles=quantiles,
     )
+
+
+def training_mase_scale(prepared: PreparedSeries) -> float:
+    """MASE's scale for one series: the in-sample seasonal-naive MAE of its training rows. Stored
+    with the model too (``Predictor.mase_scales``), so the service's live MASE uses the same."""
+    train_target = prepared.series.frame.iloc[: prepared.borders.train_end, 0].to_numpy()
+    return seasonal_naive_scale(train_target, seasonal_period(prepared.series.frequency))
 
 
 def pool(per_series: dict[str, Evaluation]) -> Evaluation:

@@ -31,6 +31,13 @@ def seasonal_naive_scale(train_target: np.ndarray, period: int) -> float:
     return float(np.mean(np.abs(train_target[period:] - train_target[:-period])))
 
 
+def window_scales(past: np.ndarray, period: int) -> np.ndarray:
+    """seasonal_naive_scale of each window's own look-back, all at once: (n, L) -> (n,). MASE's
+    scale for a series the model never trained on (it has no training rows to take it from)."""
+    lag = min(period, past.shape[1] - 1)
+    return np.mean(np.abs(past[:, lag:] - past[:, :-lag]), axis=1)
+
+
 def mase(actual: np.ndarray, forecast: np.ndarray, scale: float) -> float:
     return mae(actual, forecast) / scale if scale > 0 else float("nan")
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from forecaster.models.quantiles import pinball_loss
-from forecaster.models.series_embedding import SeriesEmbedded
+from forecaster.models.series_embedding import run_network
 
 LOSSES = {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}
 
@@ -48,13 +48,8 @@ class ForecastModule(pl.LightningModule):
         by forecaster/epoch_means.py."""
         training = stage == "train"
         target = batch["target"]  # (B, H)
-        known = {"series": batch["series"]} if isinstance(self.network, SeriesEmbedded) else {}
-        out = self.network(
-            batch["past"],
-            batch.get("future"),
-            target if training else None,
-            self.teacher_forcing_ratio if training else 0.0,
-            **known,
+        out = run_network(
+            self.network, batch, target if training else None, self.teacher_forcing_ratio if training else 0.0
         )
         if self.loss_fn is None:
             loss = pinball_loss(out.quantiles, target, self.quantile_levels)

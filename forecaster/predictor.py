@@ -23,12 +23,16 @@ from torch import nn
 from forecaster.config import ForecastConfig
 from forecaster.conformal import interval_quantiles, volatility_span, window_volatility
 from forecaster.data.calendar import calendar_feature_names, calendar_features, is_sub_daily
+from forecaster.data.clock import LEGACY
 from forecaster.data.frequency import seasonal_period, steps_after
+from forecaster.data.model_inputs import model_inputs
 from forecaster.data.scaling import StandardScaler
+from forecaster.metrics import window_scales
 from forecaster.models import build_network
-from forecaster.models.series_embedding import SeriesEmbedded
+from forecaster.models.series_embedding import SeriesEmbedded, run_network
 
 WEIGHTS_FILE = "network.pt"
+SINGLE_SERIES = ""  # the key of a single-series model's MASE scale
 META_FILE = "predictor.json"
 
 
@@ -59,6 +63,11 @@ class Predictor:
         self.conformal: dict[float, np.ndarray] = {}  # level -> (H,) score quantiles (x volatility)
         self.future_scaler: StandardScaler | None = None  # future covariates, fitted on train rows
         self.series_scalers: dict[str, StandardScaler] = {}  # a panel's, by series id
+        self.clock = LEGACY  # forecaster.data.clock: the training timestamps' wall clock
+        # MASE's scale per training series (a single series' under ""): the in-sample seasonal-naive
+        # MAE of its training rows, the scale `forecast evaluate` divides by, kept so the service's
+        # live MASE divides by the same number
+        self.mase_scales: dict[str, float] = {}
 
     # -- what the model expects -------------------------------------------------------------
     @property
@@ -242,6 +251,18 @@ class Predictor:
         ids = series_ids or [None] * count
         return np.array([positions.get(key, -1) if key is not None else -1 for key in ids], dtype=np.int64)
 
+    def mase_scales_for(self, series_ids: list[str], past_target: np.ndarray) -> np.ndarray:
+        """(n,) MASE scales of n windows (``past_target`` (n, L), raw): the training series' scale
+        (a panel's by series id), else the window's own (a series never trained on, or a model
+        saved before scales were stored)."""
+        scales = window_scales(past_target, seasonal_period(self.frequency))
+        if not self.is_panel and SINGLE_SERIES in self.mase_scales:
+            return np.full(len(past_target), self.mase_scales[SINGLE_SERIES])
+        for i, key in enumerate(series_ids):
+            if key in self.mase_scales:
+                scales[i] = self.mase_scales[key]
+        return scales
+
     def future_times(self, last: np.ndarray) -> np.ndarray:
         """(N,) last timestamps -> (N, H) future timestamps at the model's frequency."""
         return steps_after(last, self.frequency, self.horizon)
@@ -261,17 +282,18 @@ class Predictor:
         series: np.ndarray | None = None,  # (n,) positions for a series embedding, -1 unknown
         return_attention: bool = False,
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        x = (past - centre) / spread  # (n, L, F)
-        known = []  # the forecast steps' known inputs: future covariates, then calendar
-        if ahead is not None:
-            known.append(self.future_scaler.transform(ahead))  # (n, H, Kf)
+        calendar = None
         if self.uses_calendar:
-            x = np.concatenate([x, self._calendar(times)], axis=-1)  # (n, L, F+K)
-            known.append(self._calendar(future_times))  # (n, H, K)
-        future = self._tensor(np.concatenate(known, axis=-1)) if known else None  # (n, H, Kf+K)
-        extra = {} if series is None else {"series": torch.as_tensor(series, device=self.device)}
+            window_times = np.concatenate([times, future_times], axis=1)  # (n, L+H)
+            calendar = self._tensor(self._calendar(window_times))  # (n, L+H, K)
+        batch = model_inputs(
+            past=self._tensor((past - centre) / spread),  # (n, L, F)
+            calendar=calendar,
+            ahead=None if ahead is None else self._tensor(self.future_scaler.transform(ahead)),  # (n, H, Kf)
+            series=None if series is None else torch.as_tensor(series, device=self.device),  # (n,)
+        )
         with torch.inference_mode():
-            out = self.network(self._tensor(x), future, **extra)
+            out = run_network(self.network, batch)
             weights = out.attention_per_step() if return_attention else None  # (n, H, L)
         target_centre, target_spread = centre[:, :, 0], spread[:, :, 0]  # (n, 1)
         mean = out.mean.float().cpu().numpy().astype(np.float64) * target_spread + target_centre
@@ -299,6 +321,8 @@ class Predictor:
             "conformal": {str(level): width.tolist() for level, width in self.conformal.items()},
             "future_scaler": None if self.future_scaler is None else self.future_scaler.to_dict(),
             "series_scalers": {key: scaler.to_dict() for key, scaler in self.series_scalers.items()},
+            "clock": self.clock,
+            "mase_scales": self.mase_scales,
         }
         (directory / META_FILE).write_text(json.dumps(meta, indent=2))
         return directory
@@ -328,4 +352,6 @@ class Predictor:
         predictor.series_scalers = {
             key: StandardScaler.from_dict(value) for key, value in meta.get("series_scalers", {}).items()
         }
+        predictor.clock = meta.get("clock", LEGACY)
+        predictor.mase_scales = {key: float(value) for key, value in meta.get("mase_scales", {}).items()}
         return predictor

@@ -26,10 +26,10 @@ from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPan
 from forecaster.data.scaling import StandardScaler
 from forecaster.epoch_means import EpochMeans
 from forecaster.errors import ConfigError
-from forecaster.evaluation import MODEL, evaluate
+from forecaster.evaluation import MODEL, evaluate, training_mase_scale
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
-from forecaster.predictor import Predictor
+from forecaster.predictor import SINGLE_SERIES, Predictor
 
 
 @dataclass
@@ -114,6 +114,10 @@ def predictor_for(network: torch.nn.Module, config: ForecastConfig, prepared: Pr
         network, config, scaler, features=prepared.series.columns, frequency=prepared.series.frequency
     )
     predictor.future_scaler = prepared.future_scaler
+    predictor.clock = prepared.series.clock
+    predictor.mase_scales = {
+        part.series.series_id or SINGLE_SERIES: training_mase_scale(part) for part in prepared.parts
+    }
     if isinstance(prepared, PreparedPanel):
         predictor.series_scalers = prepared.scalers()
     return predictor

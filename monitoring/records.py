@@ -14,6 +14,7 @@ import pandas as pd
 from forecaster.baselines import baseline_forecasts
 from forecaster.conformal import interval_quantiles
 from forecaster.data.frequency import seasonal_period, step_of
+from forecaster.metrics import window_scales
 from monitoring.schema import STEP_ARRAYS, forecasts
 
 
@@ -38,6 +39,7 @@ class ForecastRecord:
     mean: np.ndarray  # (n, H)
     quantiles: dict[float, np.ndarray]  # level -> (n, H)
     levels: list[float]  # the model's interval levels
+    scales: np.ndarray | None = None  # (n,) MASE scales (Predictor.mase_scales_for); None: each window's own
     idempotency_key: str | None = None  # the request's Idempotency-Key header: logged once per key
     fingerprint: str | None = None  # a digest of the request's body, beside its key
 
@@ -111,7 +113,9 @@ def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> lis
         )
     ]
     series = [(r, series_id) for r in group for series_id in r.series_ids]
-    scales = window_scales(past, period).tolist()
+    own = window_scales(past, period)
+    given = [own[rows] if r.scales is None else r.scales for r, rows in record_rows(group)]
+    scales = np.concatenate(given).tolist()
     return [
         (r.request_id, series_id, r.role, r.model_name, r.model_version, r.model_alias, origin, last,
          horizon, level, scale, logged, *steps)
@@ -121,19 +125,18 @@ def group_rows(group: list[ForecastRecord], logged: object, dialect: str) -> lis
     ]  # fmt: skip
 
 
+def record_rows(group: list[ForecastRecord]) -> list[tuple[ForecastRecord, slice]]:
+    """Each record with its rows in the group's stacked arrays."""
+    bounds = np.cumsum([0, *(len(r.past_target) for r in group)])
+    return [(r, slice(lo, hi)) for r, lo, hi in zip(group, bounds[:-1], bounds[1:], strict=True)]
+
+
 def step_bytes(array: np.ndarray | None, kind: str, n: int) -> list[bytes | None]:
     """(n, H) -> n binary arrays of H values (None: the column is absent for these forecasts)."""
     if array is None:
         return [None] * n
     whole = np.ascontiguousarray(array, dtype=kind)
     return [row.tobytes() for row in whole]
-
-
-def window_scales(past: np.ndarray, period: int) -> np.ndarray:
-    """forecaster.metrics.seasonal_naive_scale of each window (its in-sample seasonal-naive MAE,
-    MASE's scale), for all windows at once: (n, L) -> (n,)."""
-    lag = min(period, past.shape[1] - 1)
-    return np.mean(np.abs(past[:, lag:] - past[:, :-lag]), axis=1)
 
 
 def sql_times(times: np.ndarray, dialect: str) -> list:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.conformal import coverage
-from forecaster.metrics import mae, mase, rmse
+from forecaster.metrics import mae, rmse
 
 OK, DEGRADED, INSUFFICIENT = "ok", "degraded", "insufficient data"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -69,8 +69,10 @@ class Steps:
 
 def figures(rows: pd.DataFrame | Steps) -> dict[str, Any]:
     """Count, MAE, RMSE, MASE, skill against naive and seasonal naive, interval coverage. MASE
-    divides by each window's own in-sample seasonal-naive MAE (the service has the window, not
-    the training series), averaged over the scored steps."""
+    divides each step's error by its series' scale (the in-sample seasonal-naive MAE of the
+    training rows, stored with the model; a window's own for a series it never trained on), as
+    `forecast evaluate` does: one series gives the same figure offline and live, and a panel's is
+    the mean over series weighted by their resolved steps."""
     steps = rows if isinstance(rows, Steps) else Steps.of(rows)
     if len(steps) == 0:
         return {"count": 0}
@@ -81,7 +83,7 @@ def figures(rows: pd.DataFrame | Steps) -> dict[str, Any]:
         "count": len(steps),
         "mae": model_mae,
         "rmse": rmse(actual, forecast),
-        "mase": mase(actual, forecast, float(steps["scale"].mean())),
+        "mase": scaled_error(actual, forecast, steps["scale"]),
         "naive_mae": naive_mae,
         "skill_naive": skill(model_mae, naive_mae),
     }
@@ -96,6 +98,14 @@ def figures(rows: pd.DataFrame | Steps) -> dict[str, Any]:
         out["coverage"] = covered["coverage"]
         out["interval_level"] = float(steps["level"][bounded][0])
     return out
+
+
+def scaled_error(actual: np.ndarray, forecast: np.ndarray, scale: np.ndarray) -> float:
+    """MASE over steps whose scales differ (several series): the mean of |error| / scale, which
+    is forecaster.metrics.mase where all scales are one series'."""
+    if not (scale > 0).all():
+        return float("nan")
+    return float(np.mean(np.abs(actual - forecast) / scale))
 
 
 def skill(model_mae: float, baseline_mae: float) -> float | None:

@@ -14,7 +14,7 @@ from forecaster.data.datamodule import prepare
 from forecaster.data.datasets import get_dataset
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
-from forecaster.evaluation import evaluate
+from forecaster.evaluation import Evaluation, evaluate
 from forecaster.predictor import Predictor
 from pipelines.logging_run import log_evaluation
 from pipelines.registry import RegistryError, load_predictor
@@ -86,14 +86,22 @@ def resolve_model_uri(model_uri: str) -> ResolvedModel | None:
     return ResolvedModel(model_uri, version.name, str(version.version), version.run_id)
 
 
+def evaluations(
+    model_uri: str, overrides: dict[str, Any], splits: tuple[str, ...] = ("test", "val", "selection")
+) -> tuple[ForecastConfig, list[Evaluation]]:
+    """What `forecast evaluate` scores: the model on its own data (or ``overrides``' file), split
+    as in training, every window of each split."""
+    predictor = load_predictor(model_uri)
+    config = config_with_data(predictor, data_config_for(predictor, overrides))
+    prepared = prepare(load_from_config(config.data), config)
+    return config, [evaluate(predictor, prepared, split) for split in splits]
+
+
 def run_evaluation(
     model_uri: str, overrides: dict[str, Any], experiment: str, tracking_uri: str
 ) -> dict[str, Any]:
     resolved = resolve_model_uri(model_uri)
-    predictor = load_predictor(resolved.pinned_uri if resolved else model_uri)
-    config = config_with_data(predictor, data_config_for(predictor, overrides))
-    prepared = prepare(load_from_config(config.data), config)
-    test, val, selection = (evaluate(predictor, prepared, split) for split in ("test", "val", "selection"))
+    config, (test, val, selection) = evaluations(resolved.pinned_uri if resolved else model_uri, overrides)
     name = config.data.dataset or Path(config.data.path).stem
     experiment_id = ensure_experiment(experiment, tracking_uri)
     tags = {

@@ -1,7 +1,8 @@
 """POST /v1/actuals' body: the observed values, checked as strictly as /v1/predict's windows.
 pydantic checks the types and numbers (timestamps as ISO text only); here: one timestamp per
-value, no (series, timestamp) twice, zones converted to UTC as predict does (so they meet the
-forecast steps' timestamps), within the range timestamps can take.
+value, no (series, timestamp) twice, zones converted to the model's training clock as predict
+does (forecaster.data.clock: so they meet the forecast steps' timestamps), within the range
+timestamps can take.
 
 The whole check runs in the body parser's helper process for a large body (``parse_in_worker``):
 a batch of 100,000 values is seconds of Python, which on the event loop would hold every other
@@ -14,31 +15,34 @@ from datetime import datetime
 import numpy as np
 from pydantic import ValidationError
 
+from forecaster.data.clock import LEGACY, LOCAL, LOCAL_REFUSAL, stamp_on_clock
 from monitoring.actuals import ActualValues
 from service.parsing import ProblemItem, RequestProblems, problems_from
 from service.schemas import ActualsRequest
-from service.validation import EARLIEST, LATEST, PANDAS_RANGE, _naive_utc
+from service.validation import EARLIEST, LATEST, PANDAS_RANGE
 
 
-def parse_actuals(body: bytes) -> tuple[ActualValues, dict[str, int]]:
+def parse_actuals(body: bytes, clock: str = LEGACY) -> tuple[ActualValues, dict[str, int]]:
     """The values of a body, and where each series was given (its index in ``series``), or
-    RequestProblems naming every bad field."""
+    RequestProblems naming every bad field. ``clock``: the serving model's training clock."""
     try:
         request = ActualsRequest.model_validate_json(body)
     except ValidationError as error:
         raise RequestProblems(problems_from(error)) from None
-    return actual_values(request)
+    return actual_values(request, clock)
 
 
-def parse_in_worker(body: bytes) -> tuple[ActualValues, dict[str, int]] | list[ProblemItem]:
+def parse_in_worker(
+    body: bytes, clock: str = LEGACY
+) -> tuple[ActualValues, dict[str, int]] | list[ProblemItem]:
     """parse_actuals for the helper process: problems come back as a value, not an exception."""
     try:
-        return parse_actuals(body)
+        return parse_actuals(body, clock)
     except RequestProblems as problems:
         return problems.problems
 
 
-def actual_values(request: ActualsRequest) -> tuple[ActualValues, dict[str, int]]:
+def actual_values(request: ActualsRequest, clock: str = LEGACY) -> tuple[ActualValues, dict[str, int]]:
     problems: list[ProblemItem] = []
     series_ids: list[str] = []
     times: list[datetime] = []
@@ -58,20 +62,23 @@ def actual_values(request: ActualsRequest) -> tuple[ActualValues, dict[str, int]
             message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
             problems.append(ProblemItem([*where, k], message, "mixed_zones"))
             continue
+        if zoned and zoned[0] and clock == LOCAL:
+            problems.append(ProblemItem([*where, 0], LOCAL_REFUSAL, "zone_unknown"))
+            continue
         for k, (stamp, value) in enumerate(zip(series.timestamps, series.values, strict=True)):
-            utc = _naive_utc(stamp)
-            if utc is None or not EARLIEST <= utc <= LATEST:
+            wall = stamp_on_clock(stamp, clock)
+            if wall is None or not EARLIEST <= wall <= LATEST:
                 message = f"{stamp.isoformat()} is outside the range timestamps can take ({PANDAS_RANGE})"
                 problems.append(ProblemItem([*where, k], message, "out_of_range"))
                 break
-            key = (series.series_id, utc)
+            key = (series.series_id, wall)
             if key in seen:
                 message = f"the same series and time as {seen[key]}: send each value once per request"
                 problems.append(ProblemItem([*where, k], message, "duplicate"))
                 break
             seen[key] = f"series[{i}].timestamps[{k}]"
             series_ids.append(series.series_id)
-            times.append(utc)
+            times.append(wall)
             values.append(value)
     if problems:
         raise RequestProblems(problems)

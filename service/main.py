@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import numpy as np
 import torch
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,8 +27,9 @@ from monitoring.snapshot import SharedMonitor
 from monitoring.writer import ForecastLog
 from service.batching import Batcher
 from service.docs import mount_offline_docs
+from service.example_window import example_request
 from service.metrics import ServiceMetrics
-from service.middleware import BodySizeLimit, RequestMetrics
+from service.middleware import Envelope
 from service.model_store import ModelStore, bound_registry_calls
 from service.monitoring_helper import MonitoringHelper, read_monitor
 from service.monitoring_routes import router as monitoring_router
@@ -154,10 +154,9 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
     app.openapi = model_openapi(app)  # type: ignore[method-assign]
     app.add_exception_handler(RequestProblems, request_problems)
     app.add_exception_handler(RequestValidationError, validation_error)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     routes = [*router.routes, *monitoring_router.routes]
     paths = frozenset(route.path for route in routes if hasattr(route, "path")) | {PREDICT_PATH}
-    app.add_middleware(RequestMetrics, metrics=metrics, paths=paths)
+    app.add_middleware(Envelope, metrics=metrics, max_bytes=settings.max_body_bytes, paths=paths)
     return app
 
 
@@ -295,32 +294,6 @@ def build_openapi(app: FastAPI, predictor: Any | None) -> dict[str, Any]:
             for operation in document["paths"].get(path, {}).values():
                 operation["security"] = [{"APIKey": []}]
     return document
-
-
-def example_request(predictor: Any, plausible: bool) -> dict[str, Any]:
-    """A valid request for the served model: one window (each feature's training mean, the target
-    swinging one standard deviation; or a unit sine when ``plausible`` is off), with evenly spaced
-    timestamps for calendar models."""
-    steps = np.arange(predictor.lookback)
-    features = len(predictor.features)
-    mean = predictor.scaler.mean if plausible else np.zeros(features)
-    swing = predictor.scaler.std[0] if plausible else 1.0
-    window = np.tile(mean, (predictor.lookback, 1))
-    window[:, 0] += swing * np.sin(2 * np.pi * steps / max(predictor.lookback, 2))
-    rows = np.round(window, 3)
-    series: dict[str, Any] = {"values": rows[:, 0].tolist() if features == 1 else rows.tolist()}
-    if predictor.uses_calendar:
-        start = np.datetime64("2024-01-01T00:00", "s")
-        step = predictor.future_times(np.array([start]))[0, 0] - start
-        times = start + step * steps
-        series["timestamps"] = [str(t) for t in np.datetime_as_string(times, "s")]
-    if predictor.future_covariates:  # each at its training mean (0 when not plausible)
-        means = predictor.future_scaler.mean if plausible else np.zeros(len(predictor.future_covariates))
-        series["future"] = {
-            name: [round(float(m), 3)] * predictor.horizon
-            for name, m in zip(predictor.future_covariates, means, strict=True)
-        }
-    return {"series": [series]}
 
 
 async def request_problems(request: Request, exc: Exception) -> JSONResponse:

@@ -85,6 +85,21 @@ class ServiceMetrics:
             registry=self.registry,
         )
         self.collectors: list[Collector] = []  # computed at scrape time (the monitor's figures)
+        self._answered: dict[tuple[str, int], Counter] = {}  # labelled children, bound once
+        self._timed: dict[str, Histogram] = {}
+
+    def count_request(self, route: str, status: int, seconds: float) -> None:
+        """One answered request, on either request path (the plain predict handler and FastAPI's
+        middleware both call this). The labelled children are looked up once per (route, status):
+        ``labels`` costs more than the increment on the hot path."""
+        counter = self._answered.get((route, status))
+        if counter is None:
+            counter = self._answered[route, status] = self.requests.labels(route, str(status))
+        counter.inc()
+        latency = self._timed.get(route)
+        if latency is None:
+            latency = self._timed[route] = self.latency.labels(route)
+        latency.observe(seconds)
 
     def add_collector(self, collector: Collector) -> None:
         """A collector whose samples are computed elsewhere (the monitor's cached figures): in this

@@ -1,18 +1,26 @@
-"""ASGI middlewares: request metrics, and a body size limit (413) that also covers chunked bodies."""
+"""FastAPI's side of the HTTP envelope (service/envelope.py): one ASGI middleware around every route
+FastAPI answers. It refuses a declared body over MAX_BODY_BYTES before routing (413, the predict
+handler's own check) and counts each request in the metrics as the predict handler does
+(``ServiceMetrics.count_request``). The rest of the envelope is per route: the key in
+service/security.py's dependencies, the body read and parsed with ``read_body`` and ``parse_body``
+by the one route that takes a body (POST /v1/actuals), so no body is read before its key is
+checked, and a chunked one is bounded while it streams in."""
 
 from __future__ import annotations
 
 import time
 
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.envelope import Refusal, check_declared_length, send_refusal
 from service.metrics import ServiceMetrics
 
 
-class RequestMetrics:
-    def __init__(self, app: ASGIApp, metrics: ServiceMetrics, paths: frozenset[str] = frozenset()) -> None:
-        self.app, self.metrics, self.paths = app, metrics, paths
+class Envelope:
+    def __init__(
+        self, app: ASGIApp, metrics: ServiceMetrics, max_bytes: int, paths: frozenset[str] = frozenset()
+    ) -> None:
+        self.app, self.metrics, self.max_bytes, self.paths = app, metrics, max_bytes, paths
 
     def known(self, scope: Scope) -> str:
         """A request answered before routing (e.g. 413 on its Content-Length) still counts under
@@ -32,46 +40,13 @@ class RequestMetrics:
             await send(message)
 
         try:
+            try:
+                check_declared_length(dict(scope["headers"]).get(b"content-length"), self.max_bytes)
+            except Refusal as refusal:
+                await send_refusal(record_status, refusal)
+                return
             await self.app(scope, receive, record_status)
         finally:
             route = scope.get("route")
             name = getattr(route, "path", None) or self.known(scope)
-            self.metrics.requests.labels(name, str(status)).inc()
-            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
-
-
-class BodyTooLargeError(Exception):
-    pass
-
-
-class BodySizeLimit:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    def too_large(self) -> JSONResponse:
-        return JSONResponse(
-            {"detail": f"request body is larger than {self.max_bytes} bytes; send fewer series per request"},
-            status_code=413,
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await self.too_large()(scope, receive, send)
-        received = 0
-
-        async def counted() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise BodyTooLargeError
-            return message
-
-        try:
-            await self.app(scope, counted, send)
-        except BodyTooLargeError:
-            await self.too_large()(scope, receive, send)
+            self.metrics.count_request(name, status, time.perf_counter() - started)

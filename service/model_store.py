@@ -19,6 +19,7 @@ import torch
 from forecaster.model_uri import ALIAS_URI, VERSION_URI
 from forecaster.predictor import Prediction, Predictor
 from forecaster.redaction import redact
+from service.example_window import example_window
 
 log = logging.getLogger("service.model")
 
@@ -168,22 +169,15 @@ class ModelStore:
 
     @staticmethod
     def warm_up(loaded: LoadedModel) -> None:
-        """One forward pass on a plausible window (the scaler's mean), so the first caller does not
-        pay for lazy initialisation, and a model that cannot run never gets swapped in."""
-        predictor = loaded.predictor
-        window = np.broadcast_to(predictor.scaler.mean, (2, predictor.lookback, len(predictor.features)))
+        """One forward pass on two copies of the example window (the one /docs shows), so the first
+        caller does not pay for lazy initialisation, and a model that cannot run never gets
+        swapped in."""
+        window = example_window(loaded.predictor)
         times = None
-        if predictor.uses_calendar:
-            start = np.datetime64("2024-01-01T00:00")
-            step = predictor.future_times(np.array([start]))[0, 0] - start
-            times = np.broadcast_to(start + step * np.arange(predictor.lookback), (2, predictor.lookback))
-        future = None
-        if predictor.future_covariates:  # each at its training mean
-            means = predictor.future_scaler.mean
-            future = np.broadcast_to(means, (2, predictor.horizon, len(means))).copy()
-        out = loaded.predict(
-            np.array(window), None if times is None else np.array(times), attention=True, future=future
-        )
+        if window.timestamps is not None:  # as requests give them (service/validation.py)
+            times = np.stack([window.timestamps.astype("datetime64[ns]")] * 2)
+        future = None if window.future is None else np.stack([window.future] * 2)
+        out = loaded.predict(np.stack([window.values] * 2), times, attention=True, future=future)
         if not np.isfinite(out.mean).all():
             raise RuntimeError("warm-up forecast is not finite")
 

@@ -1,42 +1,47 @@
 """POST /v1/actuals and GET /v1/monitor: the service's door to the forecast log (monitoring/).
 
 Both are closed to strangers by default (service/security.py); compose's proxy does not forward
-them. Actuals are read as predict's bodies are: a declared JSON body (415), within BODY_TIMEOUT_S
-(408), parsed and checked in the parser's helper process when large; storing and resolving them,
+them. Actuals go through the same HTTP envelope as predict's bodies (service/envelope.py): the key
+before a byte of the body is read (401), a declared JSON body (415), read within BODY_TIMEOUT_S
+(408) and bounded while it streams in (413), parsed and checked in the parser's helper process
+when large (413 when that takes too long, 503 when too many wait); storing and resolving them,
 and reading the monitor, run in the monitoring helper process (service/monitoring_helper.py), so
 neither holds the event loop nor takes the interpreter from it."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from fastapi.responses import JSONResponse
-from starlette.requests import ClientDisconnect
 
+from forecaster.data.clock import LEGACY
 from forecaster.redaction import redact
-from monitoring.actuals import ActualValues, UnknownSeries
+from monitoring.actuals import UnknownSeries
 from monitoring.scoring import Thresholds
 from monitoring.writer import ForecastLog
 from service.actuals import parse_in_worker
+from service.envelope import (
+    CLIENT_GONE,
+    ClientGone,
+    Refusal,
+    check_json,
+    headers_of,
+    parse_body,
+    read_body,
+    unavailable,
+)
 from service.model_store import ModelStore
 from service.monitoring_helper import MonitoringHelper, read_monitor, store
-from service.parsing import (
-    BodyParser,
-    ParserBusyError,
-    ParseTimeoutError,
-    ProblemItem,
-    RequestProblems,
-    declares_json,
-)
+from service.parsing import ProblemItem, RequestProblems
 from service.schemas import ActualsStored, Message
 from service.security import require_monitoring_access
 
 router = APIRouter()
 
 ACTUALS_WAIT_S = 2.0  # the longest POST /v1/actuals waits for the forecasts queued before it
-CLIENT_GONE = 499
 
 CLOSED = {
     401: {"model": Message, "description": "API_KEY is set and the request lacks it"},
@@ -44,12 +49,6 @@ CLOSED = {
     404: {"model": Message, "description": "no forecast log is configured"},
     503: {"model": Message, "description": "the forecast log cannot be reached; see Retry-After"},
 }
-
-
-def unavailable(message: str, retry_after: int = 1) -> HTTPException:
-    return HTTPException(
-        status.HTTP_503_SERVICE_UNAVAILABLE, detail=message, headers={"Retry-After": str(retry_after)}
-    )
 
 
 def configured_log(request: Request) -> ForecastLog:
@@ -70,7 +69,7 @@ async def log_configured(request: Request) -> None:
 GUARDS = [Depends(log_configured), Depends(require_monitoring_access)]
 
 
-def log_unavailable(exc: Exception, consequence: str) -> HTTPException:
+def log_unavailable(exc: Exception, consequence: str) -> Refusal:
     error = redact(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
     return unavailable(f"the forecast log cannot be used ({error}); {consequence}", retry_after=5)
 
@@ -103,21 +102,13 @@ async def post_actuals(request: Request) -> Any:
     ACTUALS_ACCEPT_UNKNOWN_SERIES is set. A bad request stores nothing (422 naming the field)."""
     settings = request.app.state.settings
     forecast_log = configured_log(request)
-    content_type = request.headers.get("content-type", "")
-    if not declares_json(content_type):
-        detail = f"Content-Type is {content_type or 'missing'!r}; send the body as application/json"
-        raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, detail=detail)
+    check_json(headers_of(request.scope))
     try:
-        async with asyncio.timeout(settings.body_timeout_s):
-            body = await request.body()
-    except TimeoutError:
-        raise HTTPException(
-            status.HTTP_408_REQUEST_TIMEOUT,
-            detail=f"the body did not arrive within {settings.body_timeout_s:g} s",
-        ) from None
-    except ClientDisconnect:
+        body = await read_body(request.receive, settings.max_body_bytes, settings.body_timeout_s)
+    except ClientGone:
         return Response(status_code=CLIENT_GONE)  # nobody reads it
-    given, where = await parse_body(request.app.state.parser, body)
+    parse = functools.partial(parse_in_worker, clock=serving_clock(request.app.state.store))
+    given, where = await parse_body(request.app.state.parser, body, parse, fewer="values")
     await asyncio.to_thread(forecast_log.written_through, ACTUALS_WAIT_S)
     helper: MonitoringHelper = request.app.state.monitoring_helper
     try:
@@ -134,15 +125,11 @@ async def post_actuals(request: Request) -> Any:
     return ActualsStored(stored=stored.stored, resolved_steps=stored.resolved_steps)
 
 
-async def parse_body(parser: BodyParser, body: bytes) -> tuple[ActualValues, dict[str, int]]:
-    try:
-        return await parser.parse(body, parse_in_worker)
-    except ParseTimeoutError as exc:
-        raise HTTPException(
-            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, detail=f"{exc}; send fewer values"
-        ) from None
-    except ParserBusyError as exc:
-        raise unavailable(f"busy: {exc}") from None
+def serving_clock(store: ModelStore) -> str:
+    """The clock actuals' zone-aware timestamps are put on, so they meet the forecast steps: the
+    served model's training clock (forecaster.data.clock); before one is loaded, the legacy UTC."""
+    model = store.current
+    return LEGACY if model is None else model.predictor.clock
 
 
 def unknown_series(series_id: str, index: int) -> ProblemItem:

@@ -7,7 +7,9 @@ same steps, in the same order, with the same answers, on the raw ASGI messages; 
 goes to FastAPI as before (``service.main.ServiceApp`` dispatches). The operation is documented
 by FastAPI all the same (``routes.documented``); tests/service hold its contract.
 
-The steps, each answering as the route did:
+The steps, each answering as FastAPI's routes do: the checks every route makes are the HTTP
+envelope's (service/envelope.py, service/security.py's ``check_key``), which FastAPI's side calls
+too, and requests are counted by the same ``ServiceMetrics.count_request``:
   413 the declared Content-Length is over MAX_BODY_BYTES (before anything else, as a proxy would)
   401 API_KEY is set and the request lacks it (before one byte of the body is read)
   422 an Idempotency-Key header that is not 1-200 printable ASCII characters
@@ -30,7 +32,6 @@ import re
 import time
 from typing import Any
 
-import orjson
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
@@ -46,20 +47,28 @@ from service.batching import (
     QueueFullError,
     ShuttingDownError,
 )
-from service.metrics import ServiceMetrics
-from service.model_store import ModelStore, not_ready_reason
-from service.parsing import (
-    BodyParser,
-    ParsedRequest,
-    ParserBusyError,
-    ParseTimeoutError,
-    ProblemItem,
-    RequestProblems,
-    declares_json,
+from service.envelope import (
+    CLIENT_GONE,
+    JSON,
+    TEXT,
+    ClientGone,
+    Refusal,
+    check_declared_length,
+    check_json,
+    headers_of,
+    parse_body,
+    read_body,
+    send_bytes,
+    send_json,
+    send_refusal,
+    served_model,
+    unavailable,
 )
+from service.metrics import ServiceMetrics
+from service.parsing import ParsedRequest, ProblemItem, RequestProblems
 from service.request_ids import next_request_id
 from service.responses import forecast_body
-from service.security import UNAUTHORIZED, key_matches
+from service.security import check_key
 from service.settings import ServiceSettings
 from service.shadow import Shadow, ShadowJob
 from service.validation import Windows, problem_detail, windows_for
@@ -67,25 +76,6 @@ from service.validation import Windows, problem_detail, windows_for
 log = logging.getLogger("service.predict")
 
 PREDICT_PATH = "/v1/predict"
-CLIENT_GONE = 499  # nginx's "client closed request": recorded in metrics, never read by anyone
-JSON = (b"content-type", b"application/json")
-TEXT = (b"content-type", b"text/plain; charset=utf-8")
-
-
-class Refusal(Exception):
-    """An answer other than 200: status, JSON-able detail, extra headers."""
-
-    def __init__(self, status: int, detail: Any, headers: dict[str, str] | None = None) -> None:
-        super().__init__(status)
-        self.status, self.detail, self.headers = status, detail, headers or {}
-
-
-def unavailable(message: str, retry_after: int = 1) -> Refusal:
-    return Refusal(503, message, {"Retry-After": str(retry_after)})
-
-
-class ClientGone(Exception):
-    """The client hung up before its answer: there is nobody to send it to."""
 
 
 class PredictEndpoint:
@@ -94,8 +84,6 @@ class PredictEndpoint:
 
     def __init__(self, state: State, settings: ServiceSettings, metrics: ServiceMetrics) -> None:
         self.state, self.settings, self.metrics = state, settings, metrics
-        self.latency = metrics.latency.labels(PREDICT_PATH)
-        self.answered = {200: metrics.requests.labels(PREDICT_PATH, "200")}  # the hot one, bound once
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -103,21 +91,14 @@ class PredictEndpoint:
         try:
             status = await self.answer(scope, receive, send)
         finally:
-            self.count(status, time.perf_counter() - started)
-
-    def count(self, status: int, seconds: float) -> None:
-        counter = self.answered.get(status)
-        if counter is None:
-            counter = self.answered[status] = self.metrics.requests.labels(PREDICT_PATH, str(status))
-        counter.inc()
-        self.latency.observe(seconds)
+            self.metrics.count_request(PREDICT_PATH, status, time.perf_counter() - started)
 
     async def answer(self, scope: Scope, receive: Receive, send: Send) -> int:
         """Handle one request; returns the status sent (or CLIENT_GONE)."""
         try:
             body, extra = await self.forecast(scope, receive)
         except Refusal as refusal:
-            return await send_json(send, refusal.status, {"detail": refusal.detail}, refusal.headers)
+            return await send_refusal(send, refusal)
         except RequestProblems as exc:
             return await send_json(send, 422, {"detail": problem_detail(exc.problems)})
         except ClientGone:
@@ -129,25 +110,20 @@ class PredictEndpoint:
 
     async def forecast(self, scope: Scope, receive: Receive) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
         """The 200 body and its extra headers, or Refusal / RequestProblems / ClientGone."""
-        headers = dict(scope["headers"])  # lower-case names; a repeated one keeps its last value
-        self.check_declared_length(headers.get(b"content-length"))
-        self.check_key(headers)
+        settings = self.settings
+        headers = headers_of(scope)
+        check_declared_length(headers.get(b"content-length"), settings.max_body_bytes)
+        check_key(settings.api_key, headers)
         idempotency_key = checked_idempotency_key(headers.get(b"idempotency-key"))
-        store: ModelStore = self.state.store
-        model = store.current
-        if model is None:
-            raise unavailable(not_ready_reason(store), retry_after=5)
-        content_type = headers.get(b"content-type", b"").decode("latin-1")
-        if not declares_json(content_type):
-            detail = f"Content-Type is {content_type or 'missing'!r}; send the body as application/json"
-            raise Refusal(415, detail)
+        model = served_model(self.state.store)
+        check_json(headers)
         batcher: Batcher = self.state.batcher
         arrival = batcher.arrive()  # a forming batch waits for this request while it is read
         try:
-            body = await self.read_body(receive)
+            body = await read_body(receive, settings.max_body_bytes, settings.body_timeout_s)
             # what the log compares a repeated Idempotency-Key by (a retry sends the same body)
             fingerprint = None if idempotency_key is None else hashlib.sha256(body).hexdigest()[:32]
-            parsed = await self.parse(body)
+            parsed = await parse_body(self.state.parser, body)
             windows = windows_for(parsed, model.predictor, self.settings.max_series_per_request)
             future = self.enqueue(batcher, model, windows, parsed.return_attention, arrival)
         finally:
@@ -204,57 +180,7 @@ class PredictEndpoint:
             log.exception("could not hand a forecast to the forecast log")
             return None
 
-    # -- the steps ----------------------------------------------------------------------------
-    def check_declared_length(self, declared: bytes | None) -> None:
-        if declared is not None and declared.isdigit() and int(declared) > self.settings.max_body_bytes:
-            raise self.too_large()
-
-    def too_large(self) -> Refusal:
-        limit = self.settings.max_body_bytes
-        return Refusal(413, f"request body is larger than {limit} bytes; send fewer series per request")
-
-    def check_key(self, headers: dict[bytes, bytes]) -> None:
-        """Open when no key is configured; otherwise X-API-Key (or Bearer) must match."""
-        if not self.settings.api_key:
-            return
-        raw = headers.get(b"x-api-key")
-        given = None if raw is None else raw.decode("latin-1")  # header bytes, as Starlette reads them
-        authorization = headers.get(b"authorization", b"").decode("latin-1")
-        if not key_matches(self.settings.api_key, given, authorization):
-            raise Refusal(401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
-
-    async def read_body(self, receive: Receive) -> bytes:
-        """The whole body; 408 when it takes longer than BODY_TIMEOUT_S, 413 past MAX_BODY_BYTES
-        (chunked bodies declare no length), ClientGone on a hang-up."""
-        limit, timeout = self.settings.max_body_bytes, self.settings.body_timeout_s
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async with asyncio.timeout(timeout):  # a context, not a task per request
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise ClientGone
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > limit:
-                        raise self.too_large()
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        break
-        except TimeoutError:
-            raise Refusal(408, f"the body did not arrive within {timeout:g} s") from None
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-    async def parse(self, body: bytes) -> Any:
-        parser: BodyParser = self.state.parser
-        try:
-            return await parser.parse(body)
-        except ParseTimeoutError as exc:
-            raise Refusal(413, f"{exc}; send fewer series") from None
-        except ParserBusyError as exc:
-            raise unavailable(f"busy: {exc}") from None
-
+    # -- the steps only predict takes ------------------------------------------------------------
     @staticmethod
     def enqueue(batcher: Batcher, model: Any, windows: Any, attention: bool, arrival: Any) -> asyncio.Future:
         try:
@@ -318,23 +244,6 @@ def checked_idempotency_key(raw: bytes | None) -> str | None:
     return raw.decode("ascii")
 
 
-async def send_json(send: Send, status: int, document: Any, headers: dict[str, str] | None = None) -> int:
-    extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
-    return await send_bytes(send, status, orjson.dumps(document), JSON, *extra)
-
-
-async def send_bytes(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> int:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [*headers, (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-    return status
-
-
 def forecast_record(
     request_id: str, role: str, answer: Answer, parsed: ParsedRequest, windows: Windows, keep: list[int]
 ) -> ForecastRecord:
@@ -351,6 +260,9 @@ def forecast_record(
         frequency=predictor.frequency,
         series_ids=[parsed.series[i].series_id or "" for i in keep],
         past_target=windows.values[rows, :, 0],
+        scales=predictor.mase_scales_for(
+            [parsed.series[i].series_id or "" for i in keep], windows.values[rows, :, 0]
+        ),
         future_times=[windows.future[i] for i in keep],
         mean=prediction.mean[rows],
         quantiles={q: bound[rows] for q, bound in prediction.quantiles.items()},

@@ -18,6 +18,7 @@ from monitoring.database import LogUnavailable
 from monitoring.snapshot import SharedMonitor
 from monitoring.writer import ForecastLog
 from service.batching import Batcher
+from service.envelope import served_model
 from service.model_store import ModelStore, not_ready_reason
 from service.schemas import (
     CovariateSpec,
@@ -45,12 +46,6 @@ async def get_batcher(request: Request) -> Batcher:
 
 Store = Annotated[ModelStore, Depends(get_store)]
 BatcherDep = Annotated[Batcher, Depends(get_batcher)]
-
-
-def unavailable(message: str, retry_after: int = 1) -> HTTPException:
-    return HTTPException(
-        status.HTTP_503_SERVICE_UNAVAILABLE, detail=message, headers={"Retry-After": str(retry_after)}
-    )
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -90,9 +85,7 @@ async def predict() -> None:
 )
 async def describe_model(store: Store) -> ModelDescription:
     """What is being served: version, windows, features, training metrics, device."""
-    model = store.current
-    if model is None:
-        raise unavailable(not_ready_reason(store), retry_after=5)
+    model = served_model(store)
     p, config = model.predictor, model.predictor.config.model
     return ModelDescription(
         name=model.ref.name,
@@ -113,6 +106,7 @@ async def describe_model(store: Store) -> ModelDescription:
         panel=p.is_panel,
         calendar_features=p.calendar_names,
         frequency=p.frequency,
+        clock=p.clock,
         training_metrics=model.training_metrics,
         interval_levels=p.interval_levels,
         device=model.device,

@@ -92,7 +92,8 @@ class SeriesIn(Strict):
     timestamps: list[Timestamp] | None = Field(
         None,
         description="one per value, evenly spaced at the model's frequency; needed by calendar models, "
-        "and gives future timestamps back. Zone-aware stamps are converted to UTC.",
+        "and gives future timestamps back. Zone-aware stamps are converted to the model's training clock "
+        "(GET /v1/model: clock); a model trained on naive stamps of an unnamed zone takes naive ones only.",
     )
     future: dict[str, Annotated[list[Number], Field(fail_fast=True)]] | None = Field(
         None,
@@ -208,6 +209,10 @@ class ModelDescription(BaseModel):
     )
     calendar_features: list[str]
     frequency: str
+    clock: str = Field(
+        description="the wall clock of the training timestamps: 'UTC', an IANA zone, or 'local' (naive, "
+        "zone not named: send naive timestamps); zone-aware timestamps are converted to it"
+    )
     training_metrics: dict[str, float]
     interval_levels: list[float]
     device: str

@@ -14,37 +14,34 @@ import hmac
 
 from fastapi import HTTPException, Request, status
 
+from service.envelope import Headers, Refusal, headers_of
+
 UNAUTHORIZED = "missing or wrong API key (send it as X-API-Key)"
 
 
 def key_matches(expected: str | None, x_api_key: str | None, authorization: str) -> bool:
-    """The one check, for FastAPI's routes and the plain predict handler alike: X-API-Key, or
-    else a Bearer token, equal to ``expected`` (compared in constant time)."""
+    """X-API-Key, or else a Bearer token, equal to ``expected`` (compared in constant time)."""
     given = x_api_key
     if given is None and authorization.lower().startswith("bearer "):
         given = authorization[7:].strip()
     return bool(expected) and given is not None and hmac.compare_digest(given.encode(), expected.encode())
 
 
-def key_is_valid(request: Request) -> bool:
-    headers = request.headers
-    return key_matches(
-        request.app.state.settings.api_key, headers.get("x-api-key"), headers.get("authorization", "")
-    )
-
-
-def _unauthorized() -> HTTPException:
-    return HTTPException(
-        status.HTTP_401_UNAUTHORIZED,
-        detail=UNAUTHORIZED,
-        headers={"WWW-Authenticate": "Bearer"},
-    )
+def check_key(expected: str | None, headers: Headers) -> None:
+    """The one key check, for FastAPI's routes and the plain predict handler alike, over the raw
+    header list: open when no key is configured; otherwise 401 unless the request carries it."""
+    if not expected:
+        return
+    raw = headers.get(b"x-api-key")
+    given = None if raw is None else raw.decode("latin-1")  # header bytes, as Starlette reads them
+    authorization = headers.get(b"authorization", b"").decode("latin-1")
+    if not key_matches(expected, given, authorization):
+        raise Refusal(401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
 
 
 async def require_api_key(request: Request) -> None:
     """Open when no key is configured; otherwise the key must match."""
-    if request.app.state.settings.api_key and not key_is_valid(request):
-        raise _unauthorized()
+    check_key(request.app.state.settings.api_key, headers_of(request.scope))
 
 
 async def require_monitoring_access(request: Request) -> None:
@@ -58,15 +55,14 @@ async def require_monitoring_access(request: Request) -> None:
             detail="actuals and the monitor are off without a key: set API_KEY (and send it), or set "
             "MONITORING_OPEN_WITHOUT_API_KEY=true to let anyone who reaches the service use them",
         )
-    if not key_is_valid(request):
-        raise _unauthorized()
+    check_key(settings.api_key, headers_of(request.scope))
 
 
 async def require_admin(request: Request) -> None:
     """Admin routes: 403 while no key is configured, 401 without the right one."""
-    if not request.app.state.settings.api_key:
+    api_key = request.app.state.settings.api_key
+    if not api_key:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, detail="admin endpoints are off: set API_KEY to enable them"
         )
-    if not key_is_valid(request):
-        raise _unauthorized()
+    check_key(api_key, headers_of(request.scope))

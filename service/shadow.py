@@ -116,6 +116,7 @@ class Shadow(QueueWorker[ShadowJob]):
                 frequency=predictor.frequency,
                 series_ids=[job.series_ids[i] for i in kept],
                 past_target=past[:, :, 0],
+                scales=predictor.mase_scales_for([job.series_ids[i] or "" for i in kept], past[:, :, 0]),
                 future_times=list(future),
                 mean=prediction.mean,
                 quantiles=prediction.quantiles,

@@ -2,19 +2,22 @@
 timestamps against the model's frequency and pandas' calendar. Everything a request can get wrong
 is caught here, before it joins a batch, and reported with the series index and field, all at once.
 
-Timestamps: zone-aware stamps are converted to UTC and used as naive UTC (the training data's
-clock); stamps must be evenly spaced at the model's frequency, and the forecast's own stamps must
-stay within pandas' range (1677-09-21 to 2262-04-11)."""
+Timestamps: zone-aware stamps are converted to the model's training clock (forecaster.data.clock:
+UTC, or the zone named by data.timezone) and used as naive wall times; a model trained on naive
+stamps of an unnamed zone takes naive stamps only. Stamps must be evenly spaced at the model's
+frequency, and the forecast's own stamps must stay within pandas' range (1677-09-21 to
+2262-04-11)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
 from fastapi import HTTPException, status
 
+from forecaster.data.clock import ClockError, stamp_on_clock
 from forecaster.data.frequency import first_off_step
 from forecaster.predictor import Predictor
 from service.parsing import ParsedRequest, ParsedSeries, ProblemItem, RequestProblems
@@ -207,7 +210,11 @@ def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: li
         message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
         problems.append(ProblemItem([*where, k], message, "mixed_zones"))
         return None
-    times, outside = _utc_times(series.timestamps, zoned[0] if zoned else False)
+    try:
+        times, outside = _clock_times(series.timestamps, zoned[0] if zoned else False, predictor.clock)
+    except ClockError as exc:
+        problems.append(ProblemItem([*where, 0], str(exc), "zone_unknown"))
+        return None
     if outside is not None:
         stamp = series.timestamps[outside]
         message = f"{stamp.isoformat()} is outside the range timestamps can take ({PANDAS_RANGE})"
@@ -221,19 +228,21 @@ def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: li
     off = first_off_step(pd.DatetimeIndex(times), predictor.frequency)
     if off is not None:
         k, why = off
-        sent = f" (sent as {series.timestamps[k].isoformat()}, read as UTC)" if zoned[0] else ""
+        sent = ""
+        if zoned[0]:
+            sent = f" (sent as {series.timestamps[k].isoformat()}, read on the {predictor.clock} clock)"
         problems.append(ProblemItem([*where, k], why + sent, "frequency"))
         return None
     return times
 
 
-def _utc_times(stamps: list[datetime], zoned: bool) -> tuple[np.ndarray, int | None]:
-    """(T,) datetime64[ns] naive UTC, and the position of the first stamp outside pandas' range
-    (None when all are in it). Naive stamps convert in one pandas call (numpy's conversion of
-    datetime objects took 6x longer): per stamp, in Python, this was the largest cost of a request
-    that sends timestamps."""
-    naive = [_naive_utc(stamp) for stamp in stamps] if zoned else stamps
-    if None in naive:  # the conversion to UTC itself left the calendar
+def _clock_times(stamps: list[datetime], zoned: bool, clock: str) -> tuple[np.ndarray, int | None]:
+    """(T,) datetime64[ns] naive wall times on the model's clock, and the position of the first
+    stamp outside pandas' range (None when all are in it). Naive stamps convert in one pandas
+    call (numpy's conversion of datetime objects took 6x longer): per stamp, in Python, this was
+    the largest cost of a request that sends timestamps."""
+    naive = [stamp_on_clock(stamp, clock) for stamp in stamps] if zoned else stamps
+    if None in naive:  # the conversion itself left the calendar
         return np.empty(0, dtype="datetime64[ns]"), naive.index(None)
     try:
         times = pd.DatetimeIndex(naive).as_unit("us").values  # (T,): every datetime fits microseconds
@@ -243,13 +252,3 @@ def _utc_times(stamps: list[datetime], zoned: bool) -> tuple[np.ndarray, int | N
     if outside.size:
         return times, int(outside[0])
     return times.astype("datetime64[ns]"), None  # in pandas' range: checked
-
-
-def _naive_utc(stamp: datetime) -> datetime | None:
-    """Zone-aware -> naive UTC; None when the conversion itself leaves the calendar."""
-    if stamp.tzinfo is None:
-        return stamp
-    try:
-        return stamp.astimezone(UTC).replace(tzinfo=None)
-    except (OverflowError, ValueError):
-        return None

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from forecaster.data.clock import LOCAL, clock_for, is_zoned, on_clock
 from forecaster.data.frequency import infer_frequency, is_business_day
 from forecaster.errors import DataError
 
@@ -36,6 +37,7 @@ class LoadedSeries:
     repairs: list[str] = field(default_factory=list)
     future_covariates: list[str] = field(default_factory=list)
     series_id: str | None = None
+    clock: str = LOCAL  # forecaster.data.clock: what its timestamps' wall times are
 
     @property
     def columns(self) -> list[str]:
@@ -65,15 +67,27 @@ def load_series(
     fill: FillPolicy | None = None,
     duplicates: DuplicatePolicy | None = None,
     future_covariates: list[str] | tuple[str, ...] = (),
+    timezone: str | None = None,
 ) -> LoadedSeries:
     """Load ``target`` (and ``covariates``, ``future_covariates``) indexed by ``time_column``;
-    raise DataError on defects."""
+    raise DataError on defects. ``timezone``: the wall clock timestamps are read on
+    (forecaster.data.clock)."""
     path = Path(path)
     raw = _read_table(path)
     past = [c for c in covariates if c != target]
     _check_columns(raw, path, [time_column, target, *past, *future_covariates])
     return series_from_table(
-        raw, str(path), path, time_column, target, past, list(future_covariates), frequency, fill, duplicates
+        raw,
+        str(path),
+        path,
+        time_column,
+        target,
+        past,
+        list(future_covariates),
+        frequency,
+        fill,
+        duplicates,
+        timezone=timezone,
     )
 
 
@@ -90,15 +104,16 @@ def series_from_table(
     duplicates: DuplicatePolicy | None,
     series_id: str | None = None,
     sha256: str | None = None,
+    timezone: str | None = None,
 ) -> LoadedSeries:
     """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
     columns = [target, *covariates, *future_covariates]
-    times = _parse_times(raw[time_column], where, time_column)
+    times, clock = _parse_times(raw[time_column], where, time_column, timezone)
     values = {c: _parse_numbers(raw[c], where, c).to_numpy() for c in columns}
     return series_from_parsed(
         times, values, where, path, time_column, target, covariates, future_covariates, frequency, fill,
-        duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path),
+        duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path), clock,
     )  # fmt: skip
 
 
@@ -117,6 +132,7 @@ def series_from_parsed(
     series_id: str | None,
     rows: np.ndarray,
     sha256: str,
+    clock: str = LOCAL,
 ) -> LoadedSeries:
     """The rules after parsing (sorted, duplicates, the frequency's grid, missing values) on one
     series' parsed timestamps and columns; ``rows`` are their rows in the file, for the errors. A
@@ -140,6 +156,7 @@ def series_from_parsed(
         repairs=repairs,
         future_covariates=future_covariates,
         series_id=series_id,
+        clock=clock,
     )
 
 
@@ -167,12 +184,14 @@ def _row(position: int, rows: np.ndarray | None = None) -> str:
     return f"row {(position if rows is None else int(rows[position])) + 1}"
 
 
-def parse_times(column: pd.Series) -> tuple[pd.DatetimeIndex, np.ndarray]:
-    """Timestamps (UTC, naive: one clock for the whole series) and the positions that do not parse."""
+def parse_times(column: pd.Series, timezone: str | None = None) -> tuple[pd.DatetimeIndex, np.ndarray, str]:
+    """Timestamps (naive wall times on one clock for the whole series), the positions that do not
+    parse, and that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``)."""
     text = column.astype(str).str.strip()
     parsed = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
     bad = np.flatnonzero(parsed.isna().to_numpy())
-    return pd.DatetimeIndex(parsed).tz_convert(None), bad
+    zoned = is_zoned(text)
+    return on_clock(pd.DatetimeIndex(parsed), zoned, timezone), bad, clock_for(zoned, timezone)
 
 
 def time_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) -> DataError:
@@ -184,11 +203,13 @@ def time_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) 
     )
 
 
-def _parse_times(column: pd.Series, path: Path | str, name: str) -> pd.DatetimeIndex:
-    times, bad = parse_times(column)
+def _parse_times(
+    column: pd.Series, path: Path | str, name: str, timezone: str | None
+) -> tuple[pd.DatetimeIndex, str]:
+    times, bad, clock = parse_times(column, timezone)
     if len(bad):
         raise time_error(column, bad, path, name)
-    return times
+    return times, clock
 
 
 def parse_numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:

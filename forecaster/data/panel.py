@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from forecaster.data.clock import LOCAL
 from forecaster.data.frequency import infer_frequency
 from forecaster.data.loading import (
     DuplicatePolicy,
@@ -61,6 +62,7 @@ class ParsedTable:
     bad_times: np.ndarray  # row positions
     values: dict[str, np.ndarray]  # column -> (rows,) NaN where blank or unparseable
     bad_values: dict[str, np.ndarray]  # column -> row positions
+    clock: str = LOCAL  # forecaster.data.clock: what the timestamps' wall times are
 
     def rows_by_series(self) -> dict[str, np.ndarray]:
         """Each series' row positions, in file order."""
@@ -70,7 +72,12 @@ class ParsedTable:
 
 
 def parse_table(
-    raw: pd.DataFrame, path: Path, id_column: str, time_column: str, columns: list[str]
+    raw: pd.DataFrame,
+    path: Path,
+    id_column: str,
+    time_column: str,
+    columns: list[str],
+    timezone: str | None = None,
 ) -> ParsedTable:
     ids = raw[id_column].astype(str).str.strip()
     blank = ids.eq("") | raw[id_column].isna()
@@ -78,11 +85,11 @@ def parse_table(
         first = int(blank.to_numpy().nonzero()[0][0])
         raise DataError(f"{path}: column {id_column!r}, row {first + 1}: the series id is empty")
     codes, keys = pd.factorize(ids, sort=True)
-    times, bad_times = parse_times(raw[time_column])
+    times, bad_times, clock = parse_times(raw[time_column], timezone)
     values, bad_values = {}, {}
     for column in columns:
         values[column], bad_values[column] = parse_numbers(raw[column])
-    return ParsedTable(raw, [str(k) for k in keys], codes, times, bad_times, values, bad_values)
+    return ParsedTable(raw, [str(k) for k in keys], codes, times, bad_times, values, bad_values, clock)
 
 
 def load_panel(
@@ -97,6 +104,7 @@ def load_panel(
     future_covariates: list[str] | tuple[str, ...] = (),
     series: list[str] | None = None,
     skip_bad_series: bool = False,
+    timezone: str | None = None,
 ) -> LoadedPanel:
     """Load every series of a long-format file (or those named in ``series``); one frequency for
     all: given, or inferred from the longest series and then required of every other. With
@@ -107,7 +115,7 @@ def load_panel(
     past = [c for c in covariates if c != target]
     columns = [target, *past, *future_covariates]
     _check_columns(raw, path, [id_column, time_column, *columns])
-    table = parse_table(raw, path, id_column, time_column, columns)
+    table = parse_table(raw, path, id_column, time_column, columns, timezone)
     groups = table.rows_by_series()
     if series is not None:
         unknown = [s for s in series if s not in groups]
@@ -162,7 +170,7 @@ class SeriesChecks:
         return series_from_parsed(
             table.times[rows], {c: v[rows] for c, v in table.values.items()}, where, self.path,
             self.time_column, self.target, self.covariates, self.future_covariates, frequency, self.fill,
-            self.duplicates, key, rows, self.sha256,
+            self.duplicates, key, rows, self.sha256, table.clock,
         )  # fmt: skip
 
     def check_parsed(self, rows: np.ndarray, where: str) -> None:

@@ -23,6 +23,7 @@ def load_from_config(config: DataConfig, skip_bad_series: bool = False) -> Loade
         fill=config.fill or (spec.fill if spec else None),
         duplicates=config.duplicates or (spec.duplicates if spec else None),
         future_covariates=config.future_covariates,
+        timezone=config.timezone,
     )
     if config.id_column is None:
         if spec is not None and spec.id_column is not None:

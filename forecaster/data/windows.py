@@ -11,6 +11,8 @@ import torch
 from numpy.lib.stride_tricks import sliding_window_view
 from torch.utils.data import Dataset
 
+from forecaster.data.model_inputs import model_inputs
+
 
 def window_starts(lo: int, hi: int, lookback: int, horizon: int, stride: int) -> np.ndarray:
     """Starts of windows whose H target rows all lie in rows [lo, hi). Inputs may reach back up to
@@ -121,19 +123,14 @@ class WindowDataset(Dataset):
         starts = torch.as_tensor(self.starts[picks])[:, None]  # (B, 1)
         past_rows = starts + self.past_steps  # (B, L)
         future_rows = starts + self.future_steps  # (B, H)
-        past = self.values[past_rows]  # (B, L, F)
-        batch = {"target": self.values[future_rows, 0]}  # (B, H)
-        known = []  # what is known for the forecast steps: future covariates, then calendar
-        if self.ahead is not None:
-            known.append(self.ahead[future_rows])  # (B, H, Kf)
-        if self.calendar is not None:
-            past = torch.cat([past, self.calendar[past_rows]], dim=-1)  # (B, L, F+K)
-            known.append(self.calendar[future_rows])  # (B, H, K)
-        if known:
-            batch["future"] = torch.cat(known, dim=-1)  # (B, H, Kf+K)
-        batch["past"] = past
-        if self.series is not None:
-            batch["series"] = torch.as_tensor(self.series[picks])  # (B,)
+        window_rows = torch.cat([past_rows, future_rows], dim=1)  # (B, L+H)
+        batch = model_inputs(
+            past=self.values[past_rows],  # (B, L, F)
+            calendar=None if self.calendar is None else self.calendar[window_rows],  # (B, L+H, K)
+            ahead=None if self.ahead is None else self.ahead[future_rows],  # (B, H, Kf)
+            series=None if self.series is None else torch.as_tensor(self.series[picks]),  # (B,)
+        )
+        batch["target"] = self.values[future_rows, 0]  # (B, H)
         return batch
 
 

@@ -43,3 +43,15 @@ class SeriesEmbedded(nn.Module):
         ahead = vector.unsqueeze(1).expand(-1, self.horizon, -1)  # (B, H, E)
         future = ahead if future is None else torch.cat([future, ahead], dim=-1)  # (B, H, Kf+K+E)
         return self.network(past, future, target, teacher_forcing)
+
+
+def run_network(
+    network: nn.Module,
+    batch: dict[str, torch.Tensor],  # forecaster.data.model_inputs' keys
+    target: torch.Tensor | None = None,  # (B, H): teacher forcing while training
+    teacher_forcing: float = 0.0,
+) -> Forecast:
+    """The one call of a network on a batch, for training and for serving: a panel's batch
+    carries ``series``, which only a network with a series embedding takes."""
+    known = {"series": batch["series"]} if isinstance(network, SeriesEmbedded) and "series" in batch else {}
+    return network(batch["past"], batch.get("future"), target, teacher_forcing, **known)

@@ -8,11 +8,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 PROBE = [sys.executable, str(REPO / "benchmarks/ett_probe.py")]
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
     results = tmp_path / "probes.jsonl"
     done = subprocess.run(
@@ -47,6 +50,7 @@ def test_ratios_are_against_the_committed_runs_of_the_same_seeds():
     assert "no committed runs of these seeds" in summary(unknown, "seg-lstm")[0]
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_bad_setting_is_named_in_one_line():
     for bad, says in (("train.ema_decay=1", "train.ema_decay"), ("nonsense", "expected KEY=VALUE")):
         done = subprocess.run([*PROBE, "seg-gru", "--set", bad], capture_output=True, text=True, timeout=300)

@@ -85,6 +85,7 @@ def test_training_windows_carry_the_future_covariates_of_their_target_steps(driv
     assert raw.shape == (len(prepared.windows("test")), 7, 1) and set(np.unique(raw)) <= {0.0, 1.0}
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_known_future_driver_wins_by_a_wide_margin(driver_csv):
     """The promo jump (6) is a random 20% of days: without seeing it coming, the best a model can
     do is hedge; with it, the error falls to about the noise."""
@@ -98,6 +99,7 @@ def test_a_known_future_driver_wins_by_a_wide_margin(driver_csv):
     assert results[True] < 0.5 * results[False]
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_the_predictor_and_pyfunc_take_future_values_and_refuse_a_forecast_without(driver_csv, tmp_path):
     config = driver_config(driver_csv, ["promo"])
     config.train.epochs = 1

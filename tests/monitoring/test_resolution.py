@@ -127,6 +127,7 @@ def test_the_window_is_the_newest_resolved_steps_of_each_version(database):
     assert frame["actual"].tolist() == [known[(r[2], r[4])] for r in expected]
 
 
+@pytest.mark.slow  # a long random log, written and scanned: in make test, not make test-fast
 def test_the_monitor_equals_a_full_scan_of_a_log_written_in_any_order(database):
     """Two versions and a challenger, forecasts and actuals interleaved at random (actuals first
     for some, corrections for others): the document read from the resolved steps equals the one

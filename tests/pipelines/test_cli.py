@@ -38,6 +38,7 @@ def run(*args: str, cwd) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # starts every CLI command as a process: in make test, not make test-fast
 def test_help_writes_nothing_to_stderr(tmp_path):
     for command in COMMANDS:
         result = run(command, "--help", cwd=tmp_path)
@@ -56,6 +57,7 @@ def assert_only_our_error(result: subprocess.CompletedProcess, fragment: str) ->
 LIBRARY_NOISE = ("GPU available", "TPU available", "Tip:", "weights_only", "Warning", "color_warning")
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_training_prints_only_our_lines(tmp_path):
     """A whole `forecast train --register` run: progress, results and registration, nothing from
     Lightning, MLflow or torch on either stream."""
@@ -68,6 +70,7 @@ def test_a_training_prints_only_our_lines(tmp_path):
     assert "epoch 1/2" in result.stdout and "registered clean v1" in result.stdout
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_failing_command_prints_only_our_one_line_error(tmp_path):
     # gets as far as loading the data: torch, Lightning, MLflow and the pyfunc are all imported
     (tmp_path / "series.csv").write_text("t,y\n2020-01-01,1\n2020-01-02,2\n")

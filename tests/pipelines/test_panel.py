@@ -14,6 +14,8 @@ import pytest
 from tests.conftest import TINY as CONFTEST_TINY
 from tests.pipelines.helpers import forecast
 
+pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
+
 TINY = [setting for setting in CONFTEST_TINY if not setting.startswith("data.")]  # the panel is the data
 
 

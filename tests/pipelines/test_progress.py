@@ -7,6 +7,7 @@ import re
 from datetime import datetime
 
 import optuna
+import pytest
 
 from forecaster.config import SplitConfig
 from pipelines.backtest import fold_line
@@ -23,6 +24,7 @@ def epoch_lines(output: str) -> list[re.Match]:
     return [m for line in output.splitlines() if (m := EPOCH_LINE.match(line))]
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_train_prints_one_line_per_epoch_and_quiet_silences_it(tracking_uri):
     shown = forecast("train", *tiny_settings(), "--tracking-uri", tracking_uri)
     assert shown.exit_code == 0, shown.output

@@ -74,6 +74,7 @@ def registry(tmp_path, monkeypatch) -> mlflow.MlflowClient:
     return client
 
 
+@pytest.mark.slow  # waits out a lease (LEASE_S) by design: in make test, not make test-fast
 def test_a_tag_lease_is_taken_over_only_when_it_stops_changing(registry, monkeypatch):
     """The lease an HTTP tracking server gets: no clocks of two machines compared, and a tag that
     is not a lease at all (written by hand) does not crash anyone."""

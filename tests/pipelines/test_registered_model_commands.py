@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
 from tests.pipelines.helpers import forecast, predict_csv, tiny_settings
+
+pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
 
 
 def test_register_evaluate_and_predict_say_what_the_user_needs(tracking_uri, tmp_path):

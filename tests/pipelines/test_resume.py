@@ -129,6 +129,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert [str(v.version) for v in client.search_model_versions("name = 'crashy'")] == ["1"]
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_finished_run_cannot_be_resumed(tracking_uri):
     run_id = train_json(tracking_uri)["run_id"]
     client = mlflow.MlflowClient(tracking_uri)
@@ -148,6 +149,7 @@ def test_resume_takes_no_other_settings(tracking_uri):
     )
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_only_a_model_run_can_be_resumed(tracking_uri):
     run_id = train_json(tracking_uri)["run_id"]
     client = mlflow.MlflowClient(tracking_uri)
@@ -191,6 +193,7 @@ def test_stale_runs_are_listed_and_marked_killed(tracking_uri):
     assert "no stale runs" in forecast("runs", "--stale", "--tracking-uri", tracking_uri).stdout
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_train_names_a_stale_run_to_resume(tracking_uri):
     stale = left_running(tracking_uri)
     result = forecast("train", *tiny_settings(), "--tracking-uri", tracking_uri)
@@ -199,6 +202,7 @@ def test_train_names_a_stale_run_to_resume(tracking_uri):
     assert len(warnings) == 1 and f"forecast train --resume {stale}" in warnings[0]
 
 
+@pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_run_killed_after_it_registered_registers_nothing_more_on_resume(tracking_uri):
     """Killed between registering and finishing: the resumed run keeps its one version."""
     first = train_json(tracking_uri, register="once")

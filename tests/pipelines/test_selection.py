@@ -5,8 +5,8 @@ it, and two promotions at once cannot let the worse candidate win."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-import time
 
 import mlflow
 import numpy as np
@@ -20,8 +20,11 @@ from forecaster.data.datasets import get_dataset
 from forecaster.data.source import load_from_config
 from pipelines.compare import compare_runs
 from pipelines.config import load_run_config
+from pipelines.locks import LockHeld
 from pipelines.registry import load_predictor, promote
 from tests.pipelines.helpers import forecast, train_json
+
+pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
 
 GOOD = ("train.epochs=3",)
 BAD = ("train.epochs=1", "train.learning_rate=1e-9", "model.level_norm=none", "train.seed=7")
@@ -124,24 +127,50 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
     worse, better = sorted(scores, key=scores.get, reverse=True)
     assert scores[worse] > scores[better]
 
-    evaluate = registry.evaluate
+    # The worse one asks first, and its comparison goes on until the better one has either ended
+    # its promotion (nothing made it wait: it compared with v1 too, and the worse one's alias would
+    # come last) or been found waiting for the worse one's lock. Events, not sleeps: a sleep long
+    # enough on an idle machine is too short on a loaded one.
+    evaluating, better_went_on = threading.Event(), threading.Event()
+    evaluate, lock = registry.evaluate, registry.promotion_lock
 
-    def slow_for_the_worse(*args, **kwargs):
+    def held_up_for_the_worse(*args, **kwargs):
         if threading.current_thread().name == "worse":
-            time.sleep(2.0)  # the worse candidate's comparison is still running when the better one's ends
+            evaluating.set()
+            better_went_on.wait(60)
         return evaluate(*args, **kwargs)
 
-    monkeypatch.setattr(registry, "evaluate", slow_for_the_worse)
+    @contextlib.contextmanager
+    def lock_seen_by_the_test(name, *args, **kwargs):
+        if threading.current_thread().name == "better":
+            try:
+                with lock(name, wait_s=0):
+                    pass  # free while the worse one compares: it goes on, unserialised
+            except LockHeld:
+                better_went_on.set()  # it waits for the worse one's promotion to end
+        with lock(name, *args, **kwargs) as kind:
+            yield kind
+
+    def promote_as(v: str) -> None:
+        try:
+            decisions[v] = promote("race", v)
+        finally:
+            if v == better:
+                better_went_on.set()
+
+    monkeypatch.setattr(registry, "evaluate", held_up_for_the_worse)
+    monkeypatch.setattr(registry, "promotion_lock", lock_seen_by_the_test)
     decisions = {}
     threads = [
-        threading.Thread(target=lambda v=v: decisions.update({v: promote("race", v)}), name=name)
+        threading.Thread(target=promote_as, args=(v,), name=name)
         for name, v in (("worse", worse), ("better", better))
     ]
     threads[0].start()
-    time.sleep(0.2)  # the worse one asks first
+    assert evaluating.wait(60), "the worse one's promotion never compared"
     threads[1].start()
     for thread in threads:
         thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
     assert str(client.get_model_version_by_alias("race", "champion").version) == better
     assert decisions[better].promoted
     assert "promotion.lock" not in client.get_registered_model("race").tags

@@ -14,6 +14,8 @@ import pytest
 from tests.pipelines.helpers import forecast, tiny_settings
 from tests.postgres import fresh_databases, why_unavailable
 
+pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
+
 
 def test_sweep_runs_trials_as_nested_runs_and_registers_the_best(tracking_uri, tmp_path):
     config = tmp_path / "base.yaml"

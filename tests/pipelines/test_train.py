@@ -17,6 +17,8 @@ from pipelines.train import run_training
 from tests.conftest import FAMILIES, TINY
 from tests.pipelines.helpers import forecast, predict_csv, train_json
 
+pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
+
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_train_logs_everything_and_registers(family, tracking_uri):

@@ -27,7 +27,8 @@ FAMILIES = {
         for name in ("rnn", "lstm", "gru", "bi-lstm", "seq2seq", "seq2seq-attention")
     },
     "ibm-ohlcv": ["data.dataset=ibm", "data.covariates=[Open,High,Low,Volume]"],
-    "calendar": ["data.calendar_features=true", "model.architecture=seq2seq"],
+    # trained on a UTC clock (forecaster.data.clock), so it takes zone-aware timestamps
+    "calendar": ["data.calendar_features=true", "model.architecture=seq2seq", "data.timezone=UTC"],
 }
 
 

@@ -3,15 +3,21 @@ with the same answers as small ones parsed inline."""
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 from urllib.parse import urlparse
 
 import httpx
 import numpy as np
+import pytest
 
+import service.predict_endpoint
 from tests.service.conftest import live_server
+from tests.service.gated_parse import held_predict_parse
 from tests.service.test_http import window
+
+pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
 
 
 def raw_request(url: str, head: str, body_parts: list[bytes], timeout: float = 10.0) -> tuple[int, bytes]:
@@ -116,11 +122,17 @@ def test_bad_input_costs_a_short_answer_whatever_its_size(model_store):
     assert 'forecast_http_requests_total{route="/v1/predict",status="422"} 4.0' in metrics
 
 
-def test_a_body_too_slow_to_parse_is_refused_and_its_helper_replaced(model_store):
+def test_a_body_too_slow_to_parse_is_refused_and_its_helper_replaced(model_store, tmp_path, monkeypatch):
+    """The first body's parse is held in the helper (it waits for a file that never appears) past
+    the parser's timeout; the second, parsed as usual by the replacement helper, is answered."""
     series = [{"values": window(14, seed=s)} for s in range(40)]
+    held = functools.partial(service.predict_endpoint.parse_body, parse_with=functools.partial(
+        held_predict_parse, str(tmp_path / "never")))  # fmt: skip
     with live_server(model_store, "models:/svc-lstm@champion", parse_offload_bytes=1024) as (url, app):
-        app.state.parser.timeout = 1e-4  # nothing parses that fast in a helper process
-        refused = httpx.post(f"{url}/v1/predict", json={"series": series})
+        app.state.parser.timeout = 0.5
+        with monkeypatch.context() as patch:
+            patch.setattr(service.predict_endpoint, "parse_body", held)
+            refused = httpx.post(f"{url}/v1/predict", json={"series": series})
         app.state.parser.timeout = 30.0
         again = httpx.post(f"{url}/v1/predict", json={"series": series})
     assert refused.status_code == 413 and "longer than" in refused.json()["detail"]

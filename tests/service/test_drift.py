@@ -25,6 +25,8 @@ from tests.conftest import REPO, TINY
 from tests.pipelines.helpers import forecast
 from tests.service.conftest import wait_ready
 
+pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
+
 SHIFT = 8.0  # degrees C, from 1988-01-01
 LOOKBACK = 14
 WINDOW = 200  # resolved steps per model version (50 daily origins x H=4)

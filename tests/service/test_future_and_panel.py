@@ -19,6 +19,8 @@ from pipelines.config import load_run_config
 from pipelines.train import run_training
 from tests.service.conftest import serving
 
+pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
+
 LOOKBACK, HORIZON = 14, 4
 TINY = [
     f"window.lookback={LOOKBACK}",

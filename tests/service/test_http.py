@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import mlflow
@@ -11,6 +10,9 @@ import numpy as np
 import pytest
 
 from tests.service.conftest import FAMILIES, serving
+from tests.waiting import until
+
+pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
 
 
 def window(length: int, features: int = 1, seed: int = 0, level: float = 11.0) -> list:
@@ -69,12 +71,25 @@ def test_each_family_round_trips_and_matches_pyfunc(family, model_store):
 
 def test_timestamps_give_future_timestamps(model_store):
     with serving(model_store, "models:/svc-lstm@champion") as client:
-        stamps = [f"1990-01-{d:02d}T00:00:00Z" for d in range(1, 15)]
+        stamps = [f"1990-01-{d:02d}T00:00:00" for d in range(1, 15)]
         response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps}]})
         assert response.status_code == 200, response.text
         assert response.json()["forecasts"][0]["timestamps"] == [
             f"1990-01-{d:02d}T00:00:00" for d in range(15, 19)
         ]
+
+
+def test_a_model_trained_on_local_time_refuses_zone_aware_stamps_by_name(model_store):
+    """Its training file had no zone, so an offset cannot be put on its clock: reading the stamp as
+    UTC would shift every calendar feature without a word."""
+    with serving(model_store, "models:/svc-lstm@champion") as client:
+        assert client.get("/v1/model").json()["clock"] == "local"
+        stamps = [f"1990-01-{d:02d}T00:00:00+01:00" for d in range(1, 15)]
+        response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps}]})
+        assert response.status_code == 422, response.text
+        problem = response.json()["detail"][0]
+        assert problem["field"] == "series[0].timestamps[0]" and problem["type"] == "zone_unknown"
+        assert "without an offset" in problem["msg"] and "data.timezone" in problem["msg"]
 
 
 BAD = [
@@ -189,6 +204,18 @@ def test_concurrent_requests_are_batched_and_each_caller_gets_its_own_forecast(m
     assert total == 16 and count < 16, f"{count} forward passes for 16 requests"
 
 
+def metric(text: str, name: str) -> float:
+    """The sum of the samples whose line starts with ``name`` in a Prometheus exposition."""
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
+def all_in(metrics: str) -> float:
+    """Predict requests in the batcher (taken into the blocked batch or queued: a window each)
+    or refused with a 503."""
+    refused = metric(metrics, 'forecast_http_requests_total{route="/v1/predict",status="503"}')
+    return metric(metrics, "forecast_batch_windows_sum") + metric(metrics, "forecast_queue_depth") + refused
+
+
 def test_full_queue_answers_503_with_retry_after(model_store):
     with serving(
         model_store,
@@ -202,9 +229,10 @@ def test_full_queue_answers_503_with_retry_after(model_store):
         body = {"series": [{"values": window(14)}]}
         with ThreadPoolExecutor(6) as pool:
             futures = [pool.submit(client.post, "/v1/predict", json=body) for _ in range(6)]
-            time.sleep(1.0)  # all six are in: one taken for the blocked batch, two queued, the rest refused
+            # all six are in: taken for the blocked batch, queued (two windows at most), or refused
+            until(lambda: all_in(client.get("/metrics").text) == 6, "all six requests in")
             gate.set()
-            done = [f.result(timeout=30) for f in futures]
+            done = [f.result(timeout=60) for f in futures]
     codes = sorted(r.status_code for r in done)
     assert codes.count(503) >= 1 and codes.count(200) >= 1, codes
     refused = next(r for r in done if r.status_code == 503)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from pathlib import Path
 
 import mlflow
@@ -29,6 +28,9 @@ from tests.conftest import TINY
 from tests.monitoring.conftest import assert_same_document
 from tests.monitoring.test_resolution import full_scan
 from tests.service.conftest import serving
+from tests.waiting import until
+
+pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
 
 MODEL = "models:/monitored@champion"
 OPEN = {"monitoring_open_without_api_key": True}  # these tests run without an API_KEY
@@ -108,6 +110,8 @@ def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, l
     rtol = 1e-6
     assert model["mae"] == pytest.approx(offline.metrics["model"]["mae"], rel=rtol)
     assert model["rmse"] == pytest.approx(offline.metrics["model"]["rmse"], rel=rtol)
+    # one scale both ways: the training series' in-sample seasonal-naive MAE, stored with the model
+    assert model["mase"] == pytest.approx(offline.metrics["model"]["mase"], rel=rtol)
     assert model["skill_naive"] == pytest.approx(offline.skill("mae", "naive"), rel=rtol)
     assert model["skill_seasonal_naive"] == pytest.approx(offline.skill("mae", "seasonal_naive"), rel=rtol)
     level = predictor.interval_levels[0]
@@ -229,7 +233,7 @@ def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_reques
         answers = [client.post("/v1/actuals", json={"series": [first]}) for _ in range(2)]
         assert [a.json() for a in answers] == [{"stored": 2, "resolved_steps": 2}] * 2
         twice = client.get("/v1/monitor").json()["models"][0]
-        corrected = {"series_id": "melbourne", "timestamps": ["1990-01-16T00:00:00+00:00"], "values": [20.0]}
+        corrected = {"series_id": "melbourne", "timestamps": ["1990-01-16T00:00:00"], "values": [20.0]}
         assert client.post("/v1/actuals", json={"series": [corrected]}).status_code == 200
         after = client.get("/v1/monitor").json()["models"][0]
         bad = [
@@ -289,8 +293,7 @@ def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, tmp_pa
         **OPEN,
     ) as client:
         state = client.app.state
-        while state.shadow.store.current is None:  # the challenger loads in the background
-            time.sleep(0.05)
+        until(lambda: state.shadow.store.current is not None, "the challenger loaded (in the background)")
         replay(client, past, past_times, actual, future)
         assert state.shadow.flush() and state.forecast_log.flush()
         document = client.get("/v1/monitor").json()
@@ -368,7 +371,7 @@ def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(monitored, tmp_p
         (b'{"series": [{"series_id": "melbourne", "timestamps": ["663897600"], "values": [1.0]}]}',
          {"Content-Type": "application/json"}, 422, "series[0].timestamps[0]"),
         (b'{"series": [{"series_id": "m", "timestamps": ["1990-01-15"], "values": [1.0]}, '
-         b'{"series_id": "m", "timestamps": ["1990-01-15T00:00:00Z"], "values": [2.0]}]}',
+         b'{"series_id": "m", "timestamps": ["1990-01-15T00:00:00"], "values": [2.0]}]}',
          {"Content-Type": "application/json"}, 422, "series[1].timestamps[0]"),
     ],
 )  # fmt: skip
@@ -452,13 +455,16 @@ def test_a_log_file_deleted_under_the_service_is_reported_and_nothing_is_lost_si
     assert monitor.status_code == 503
 
 
+def refreshed_monitor(client) -> dict | None:
+    """Readiness's monitor section once it is no longer pending (None before)."""
+    monitor = client.get("/readyz").json()["monitor"]
+    return None if monitor["status"] == "pending" else monitor
+
+
 def test_readiness_says_whether_the_monitor_gauges_are_current(monitored, tmp_path):
     log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
     with serving(monitored, MODEL, forecast_log_url=log_url, monitor_refresh_s=0.2, **OPEN) as client:
-        deadline = time.monotonic() + 30
-        while (monitor := client.get("/readyz").json()["monitor"])["status"] == "pending":
-            assert time.monotonic() < deadline, monitor
-            time.sleep(0.05)
+        monitor = until(lambda: refreshed_monitor(client), "the monitor's first refresh")
         metrics = client.get("/metrics").text
     assert monitor["status"] == "fresh" and monitor["error"] is None
     assert metric(metrics, "forecast_monitor_stale") == 0

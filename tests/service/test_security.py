@@ -13,6 +13,8 @@ from forecaster.redaction import RedactingFormatter, redact, redact_handlers
 from tests.service.conftest import live_server, serving
 from tests.service.test_http import window
 
+pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
+
 BODY = {"series": [{"values": window(14)}]}
 
 
