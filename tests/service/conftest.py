@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -36,15 +37,20 @@ FAMILIES = {
 def model_store(tmp_path_factory) -> str:
     """Tracking URI of a SQLite store holding `svc-<family>` @champion for every family."""
     root: Path = tmp_path_factory.mktemp("service-store")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    import os
+    return train_registered(
+        root, {f"svc-{family}": [*TINY, *settings] for family, settings in FAMILIES.items()}
+    )
 
+
+def train_registered(root: Path, models: dict[str, list[str]]) -> str:
+    """Trains and registers each named model (``--set`` overrides) into a SQLite store in ``root``
+    (artifacts under it too); returns the store's tracking URI."""
+    uri = f"sqlite:///{root / 'mlflow.db'}"
     cwd = os.getcwd()
     os.chdir(root)  # artifacts go to root/mlartifacts
     try:
-        for family, settings in FAMILIES.items():
-            config = load_run_config(None, [*TINY, *settings, f"tracking.registered_model=svc-{family}"])
-            run_training(config, uri)
+        for name, settings in models.items():
+            run_training(load_run_config(None, [*settings, f"tracking.registered_model={name}"]), uri)
     finally:
         os.chdir(cwd)
     return uri

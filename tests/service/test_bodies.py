@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import socket
-from urllib.parse import urlparse
 
 import httpx
 import numpy as np
@@ -15,6 +14,7 @@ import pytest
 import service.predict_endpoint
 from tests.service.conftest import live_server
 from tests.service.gated_parse import held_predict_parse
+from tests.service.raw_http import exchange
 from tests.service.test_http import window
 
 pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
@@ -22,30 +22,8 @@ pytestmark = pytest.mark.slow  # serves real trained models: in make test, not m
 
 def raw_request(url: str, head: str, body_parts: list[bytes], timeout: float = 10.0) -> tuple[int, bytes]:
     """Send a request byte for byte (e.g. chunked) and return (status, body)."""
-    address = urlparse(url)
-    with socket.create_connection((address.hostname, address.port), timeout=timeout) as sock:
-        sock.sendall(head.encode())
-        for part in body_parts:
-            try:
-                sock.sendall(part)
-            except (BrokenPipeError, ConnectionResetError):  # the server answered and hung up
-                break
-        response = b""
-        while b"\r\n\r\n" not in response or len(response.partition(b"\r\n\r\n")[2]) < _length(response):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            response += chunk
-    status = int(response.split(b" ", 2)[1])
-    return status, response.partition(b"\r\n\r\n")[2]
-
-
-def _length(response: bytes) -> int:
-    for line in response.partition(b"\r\n\r\n")[0].split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.lower() == b"content-length":
-            return int(value)
-    return 0
+    status, _, body = exchange(url, head, body_parts, timeout)
+    return status, body
 
 
 def chunked(data: bytes, size: int = 1024) -> list[bytes]:

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlparse
 
 import httpx
 import numpy as np
@@ -20,6 +18,7 @@ import pytest
 import service.monitoring_routes
 from tests.service.conftest import live_server
 from tests.service.gated_parse import gated_parse
+from tests.service.raw_http import exchange
 
 pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
 
@@ -39,42 +38,6 @@ def guarded(model_store, tmp_path_factory) -> Iterator[tuple[str, object]]:
         model_store, MODEL, api_key=KEY, forecast_log_url=log_url, max_body_bytes=LIMIT, body_timeout_s=1.0
     ) as (url, app):
         yield url, app
-
-
-def exchange(
-    url: str, head: str, parts: Sequence[bytes] = (), timeout: float = 30.0
-) -> tuple[int, dict, bytes]:
-    """Send a request byte for byte; (status, lower-case headers, body) of the answer. The answer
-    is read until its Content-Length is in, however long the server takes (up to ``timeout``)."""
-    address = urlparse(url)
-    with socket.create_connection((address.hostname, address.port), timeout=timeout) as sock:
-        sock.sendall(head.encode())
-        for part in parts:
-            try:
-                sock.sendall(part)
-            except (BrokenPipeError, ConnectionResetError):  # answered already, and hung up
-                break
-        response = b""
-        while b"\r\n\r\n" not in response or len(response.partition(b"\r\n\r\n")[2]) < length(response):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            response += chunk
-    top, _, body = response.partition(b"\r\n\r\n")
-    lines = top.decode("latin-1").split("\r\n")
-    headers = dict(
-        (name.strip().lower(), value.strip())
-        for name, _, value in (line.partition(":") for line in lines[1:])
-    )
-    return int(lines[0].split(" ", 2)[1]), headers, body
-
-
-def length(response: bytes) -> int:
-    for line in response.partition(b"\r\n\r\n")[0].split(b"\r\n"):
-        name, _, value = line.partition(b":")
-        if name.lower() == b"content-length":
-            return int(value)
-    return 0
 
 
 def head(path: str, *fields: str) -> str:

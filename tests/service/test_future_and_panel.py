@@ -3,7 +3,6 @@ model (each window scaled by itself), against real registered tiny models."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -15,9 +14,7 @@ from sqlalchemy import select
 
 from monitoring.database import open_for_reading
 from monitoring.schema import forecasts
-from pipelines.config import load_run_config
-from pipelines.train import run_training
-from tests.service.conftest import serving
+from tests.service.conftest import serving, train_registered
 
 pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
 
@@ -52,7 +49,6 @@ def write_data(root: Path) -> tuple[Path, Path]:
 def store(tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("future-panel-store")
     driver, long = write_data(root)
-    uri = f"sqlite:///{root / 'mlflow.db'}"
     common = ["data.time_column=t", "data.target=y", *TINY]
     models = {
         "svc-future": [f"data.path={driver}", "data.future_covariates=[promo]", *common],
@@ -65,14 +61,7 @@ def store(tmp_path_factory) -> str:
             *common,
         ],
     }
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        for name, settings in models.items():
-            run_training(load_run_config(None, [*settings, f"tracking.registered_model={name}"]), uri)
-    finally:
-        os.chdir(cwd)
-    return uri
+    return train_registered(root, models)
 
 
 def values(seed: int = 0, level: float = 10.0) -> list[float]:

@@ -4,8 +4,6 @@ timestamps sent in UTC to a model trained on Berlin local time (they are put on 
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,11 +11,9 @@ import pytest
 from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.evaluation import MODEL
-from pipelines.config import load_run_config
 from pipelines.evaluate import evaluations
-from pipelines.train import run_training
 from tests.forecaster.test_model_inputs import hourly_file
-from tests.service.conftest import serving
+from tests.service.conftest import serving, train_registered
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +47,6 @@ def store(tmp_path_factory) -> str:
     local time with its offsets (data.timezone names the zone)."""
     root = tmp_path_factory.mktemp("parity-store")
     path = hourly_file(root, zone=ZONE)
-    uri = f"sqlite:///{root / 'mlflow.db'}"
     common = [
         f"data.path={path}",
         "data.time_column=t",
@@ -69,15 +64,9 @@ def store(tmp_path_factory) -> str:
         "train.limit_train_batches=2",
         "train.progress_bar=false",
     ]
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        for name, settings in ARCHITECTURES.items():
-            config = load_run_config(None, [*common, *settings, f"tracking.registered_model=parity-{name}"])
-            run_training(config, uri)
-    finally:
-        os.chdir(cwd)
-    return uri
+    return train_registered(
+        root, {f"parity-{name}": [*common, *settings] for name, settings in ARCHITECTURES.items()}
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ARCHITECTURES))
