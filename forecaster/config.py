@@ -42,9 +42,11 @@ class DataConfig(StrictModel):
     calendar_features: bool = Field(False, description="sin/cos hour, weekday, day of year")
     timezone: str | None = Field(
         None,
-        description="IANA zone the timestamps' wall clock is in (e.g. Europe/Berlin): zone-aware "
-        "timestamps, in the file and in requests, are converted to it, so calendar features are "
-        "local; without it zone-aware timestamps are read as UTC and naive ones as written",
+        description="the clock timestamps are read on (forecaster/data/clock.py): an IANA zone (e.g. "
+        "Europe/Berlin): zone-aware timestamps, in the file and in requests, are converted to its wall "
+        "time, so calendar features are local hours (sub-daily data across a DST change repeats an "
+        "hour: leave it unset); 'UTC'; or 'local' (offsets dropped, wall time as written). Unset: a "
+        "file with offsets is read as UTC, one without as local. Stored with the model",
     )
 
     @field_validator("timezone")

@@ -252,9 +252,10 @@ class Predictor:
         return np.array([positions.get(key, -1) if key is not None else -1 for key in ids], dtype=np.int64)
 
     def mase_scales_for(self, series_ids: list[str], past_target: np.ndarray) -> np.ndarray:
-        """(n,) MASE scales of n windows (``past_target`` (n, L), raw): the training series' scale
-        (a panel's by series id), else the window's own (a series never trained on, or a model
-        saved before scales were stored)."""
+        """(n,) MASE scales of n windows (``past_target`` (n, L), raw): a single-series model's
+        training scale for every window (its windows are taken to be of its series), a panel's by
+        series id; the window's own for a panel series never trained on, or for a model saved
+        before scales were stored."""
         scales = window_scales(past_target, seasonal_period(self.frequency))
         if not self.is_panel and SINGLE_SERIES in self.mase_scales:
             return np.full(len(past_target), self.mase_scales[SINGLE_SERIES])

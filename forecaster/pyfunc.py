@@ -13,6 +13,7 @@ import pandas as pd
 from mlflow.models import ModelSignature
 from mlflow.types.schema import ParamSchema, ParamSpec, Schema, TensorSpec
 
+from forecaster.data.clock import instants_on_clock
 from forecaster.predictor import Predictor
 
 ARTIFACT_KEY = "predictor"
@@ -21,10 +22,10 @@ ARTIFACT_KEY = "predictor"
 class ForecastPyfunc(mlflow.pyfunc.PythonModel):
     """Input: raw windows, (N, L) for a univariate model or (N, L, F) (feature order as in the
     model's metadata); for calendar models a dict with ``values`` and ``timestamps`` (unix
-    seconds, (N, L)), and for models with future covariates ``future`` (N, H, Kf), their values
-    over the forecast steps (order as in the metadata's ``future_covariates``). Many series per
-    call: one window each; a panel model scales each window by itself. Output: (N, H) forecasts
-    in the target's units."""
+    seconds, (N, L); on a model whose clock is a zone, instants converted to its wall time), and
+    for models with future covariates ``future`` (N, H, Kf), their values over the forecast steps
+    (order as in the metadata's ``future_covariates``). Many series per call: one window each; a
+    panel model scales each window by itself. Output: (N, H) forecasts in the target's units."""
 
     predictor: Predictor
 
@@ -45,6 +46,8 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
         and MLflow stops warning that ``predict`` has no type hints. Calendar models receive a
         dict of arrays (``values``, ``timestamps``) as the signature says; a DataFrame also works."""
         values, timestamps, future = _split_input(model_input)
+        if timestamps is not None:  # unix seconds are instants: on a zone's clock, its wall time
+            timestamps = instants_on_clock(timestamps, self.predictor.clock)
         known = {} if future is None else {"future": future}  # the call stays as it was without
         prediction = self.predictor.predict(values, timestamps, **known)
         if not (params or {}).get("intervals"):

@@ -29,7 +29,7 @@ class ActualValues:
     """Observed values, one per (series, time), columnar: what a request's validation produces."""
 
     series_id: list[str]
-    time: np.ndarray  # datetime64[us], UTC
+    time: np.ndarray  # datetime64[us], wall times on the served model's clock (forecaster.data.clock)
     value: np.ndarray  # float64
 
     def __len__(self) -> int:

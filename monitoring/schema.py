@@ -57,7 +57,7 @@ forecasts = Table(
     Column("last_target", DateTime, nullable=False),  # its last step's timestamp
     Column("horizon", Integer, nullable=False),  # H: how many values each step array holds
     Column("level", Float),  # the nominal level of its interval bounds, when it has them
-    Column("scale", Float, nullable=False),  # the window's in-sample seasonal-naive MAE (MASE's scale)
+    Column("scale", Float, nullable=False),  # MASE's: its series' training-rows seasonal-naive MAE
     Column("logged_at", DateTime, nullable=False),  # wall clock (UTC): retention goes by this
     # the steps: what was forecast for each target time, beside the naive and seasonal-naive
     # forecasts of the same window

@@ -102,10 +102,12 @@ def figures(rows: pd.DataFrame | Steps) -> dict[str, Any]:
 
 def scaled_error(actual: np.ndarray, forecast: np.ndarray, scale: np.ndarray) -> float:
     """MASE over steps whose scales differ (several series): the mean of |error| / scale, which
-    is forecaster.metrics.mase where all scales are one series'."""
-    if not (scale > 0).all():
+    is forecaster.metrics.mase where all scales are one series'. Steps of a flat series (scale 0:
+    no in-sample error to compare with) are left out rather than make the whole figure NaN."""
+    usable = scale > 0
+    if not usable.any():
         return float("nan")
-    return float(np.mean(np.abs(actual - forecast) / scale))
+    return float(np.mean(np.abs(actual[usable] - forecast[usable]) / scale[usable]))
 
 
 def skill(model_mae: float, baseline_mae: float) -> float | None:

@@ -23,8 +23,9 @@ from pipelines.tracking import ensure_experiment
 
 def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConfig:
     """The model's own data settings, or another dataset/file holding the same feature columns (a
-    single series, or a bundled long-format one: a panel model forecasts series it never saw)."""
-    own = predictor.config.data
+    single series, or a bundled long-format one: a panel model forecasts series it never saw),
+    read on the model's training clock (forecaster.data.clock)."""
+    own = predictor.config.data.model_copy(update={"timezone": predictor.clock})  # its clock
     if not overrides:
         return own
     if set(overrides) == {"id_column"}:  # the model's own file, read as long format

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.data.clock import LOCAL
 from forecaster.data.loading import LoadedSeries
 from forecaster.data.panel import LoadedPanel
 from forecaster.data.source import load_from_config
@@ -49,9 +48,6 @@ def forecast_next(model_uri: str, overrides: dict[str, Any]) -> Forecasts:
     predictor = check_predictable(load_predictor(model_uri), model_uri)
     version = model_version(model_uri)
     loaded = load_from_config(data_config_for(predictor, overrides), skip_bad_series=True)
-    mismatch = clock_mismatch(predictor, loaded.first if isinstance(loaded, LoadedPanel) else loaded)
-    if mismatch:
-        raise DataError(mismatch)
     if not isinstance(loaded, LoadedPanel):
         frame = next_steps(predictor, loaded).assign(model_version=version)
         return Forecasts(frame, seconds=time.perf_counter() - started)
@@ -77,18 +73,6 @@ def model_version(model_uri: str) -> str:
     return model_uri if resolved is None else f"{resolved.name}/{resolved.version}"
 
 
-def clock_mismatch(predictor: Predictor, series: LoadedSeries) -> str | None:
-    """Zone-aware timestamps for a model trained on local ones whose zone nobody named: they
-    cannot be put on its clock (forecaster.data.clock), and reading them as UTC would shift every
-    calendar feature."""
-    if predictor.clock == LOCAL and series.clock != LOCAL:
-        return (
-            f"{series.label}: timestamps carry a zone, but the model was trained on local timestamps "
-            "without one: give them without an offset, or retrain with data.timezone set"
-        )
-    return None
-
-
 def too_short(predictor: Predictor, series: LoadedSeries) -> str | None:
     rows = len(series.frame)
     if rows < predictor.lookback:
@@ -98,7 +82,7 @@ def too_short(predictor: Predictor, series: LoadedSeries) -> str | None:
 
 def next_steps(predictor: Predictor, series: LoadedSeries) -> pd.DataFrame:
     """One series' forecast, a row per step."""
-    problem = too_short(predictor, series) or clock_mismatch(predictor, series)
+    problem = too_short(predictor, series)
     if problem:
         raise DataError(problem)
     recent = series.frame[predictor.features].iloc[-predictor.lookback :]

@@ -28,7 +28,7 @@ from monitoring.database import open_for_reading
 from monitoring.schema import forecasts
 from monitoring.settings import MonitoringSettings
 from pipelines.config import RunConfig, apply_override
-from pipelines.evaluate import resolve_model_uri
+from pipelines.evaluate import data_config_for, resolve_model_uri
 from pipelines.monitor import read_monitor
 from pipelines.registry import load_predictor
 from pipelines.train import TrainingOutcome, run_training
@@ -112,11 +112,12 @@ def retrain(
             latest = latest_actuals(connection, series_id)
     finally:
         engine.dispose()
-    loaded = load_from_config(predictor.config.data)
+    loaded = load_from_config(data_config_for(predictor, {}))  # on the model's clock
     target = loaded.target
     extended = extended_series(loaded.frame[target], latest)
     path = write_series(extended, target, Path(data_dir), f"{resolved.name}-v{resolved.version}-{series_id}")
     config = retrain_config(predictor.config.model_dump(mode="json"), path, target, predictor.frequency)
+    config["data"]["timezone"] = predictor.clock  # the written times are wall times on it: keep it
     config = with_settings(config, split, overrides, resolved.name, alias["alias"])
     result.retrained = True
     result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest)

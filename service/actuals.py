@@ -15,16 +15,22 @@ from datetime import datetime
 import numpy as np
 from pydantic import ValidationError
 
-from forecaster.data.clock import LEGACY, LOCAL, LOCAL_REFUSAL, stamp_on_clock
+from forecaster.data.clock import LEGACY, stamp_on_clock
 from monitoring.actuals import ActualValues
 from service.parsing import ProblemItem, RequestProblems, problems_from
 from service.schemas import ActualsRequest
 from service.validation import EARLIEST, LATEST, PANDAS_RANGE
 
+NO_CLOCK_YET = (
+    "no model is loaded yet, so a zone-aware timestamp cannot be put on its training clock: send "
+    "it again once GET /readyz answers 200, or send naive wall times"
+)
 
-def parse_actuals(body: bytes, clock: str = LEGACY) -> tuple[ActualValues, dict[str, int]]:
+
+def parse_actuals(body: bytes, clock: str | None = LEGACY) -> tuple[ActualValues, dict[str, int]]:
     """The values of a body, and where each series was given (its index in ``series``), or
-    RequestProblems naming every bad field. ``clock``: the serving model's training clock."""
+    RequestProblems naming every bad field. ``clock``: the serving model's training clock; None
+    before a model is loaded (zone-aware timestamps are then refused: there is no clock yet)."""
     try:
         request = ActualsRequest.model_validate_json(body)
     except ValidationError as error:
@@ -33,7 +39,7 @@ def parse_actuals(body: bytes, clock: str = LEGACY) -> tuple[ActualValues, dict[
 
 
 def parse_in_worker(
-    body: bytes, clock: str = LEGACY
+    body: bytes, clock: str | None = LEGACY
 ) -> tuple[ActualValues, dict[str, int]] | list[ProblemItem]:
     """parse_actuals for the helper process: problems come back as a value, not an exception."""
     try:
@@ -42,7 +48,7 @@ def parse_in_worker(
         return problems.problems
 
 
-def actual_values(request: ActualsRequest, clock: str = LEGACY) -> tuple[ActualValues, dict[str, int]]:
+def actual_values(request: ActualsRequest, clock: str | None = LEGACY) -> tuple[ActualValues, dict[str, int]]:
     problems: list[ProblemItem] = []
     series_ids: list[str] = []
     times: list[datetime] = []
@@ -62,8 +68,8 @@ def actual_values(request: ActualsRequest, clock: str = LEGACY) -> tuple[ActualV
             message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
             problems.append(ProblemItem([*where, k], message, "mixed_zones"))
             continue
-        if zoned and zoned[0] and clock == LOCAL:
-            problems.append(ProblemItem([*where, 0], LOCAL_REFUSAL, "zone_unknown"))
+        if zoned and zoned[0] and clock is None:
+            problems.append(ProblemItem([*where, 0], NO_CLOCK_YET, "no_model"))
             continue
         for k, (stamp, value) in enumerate(zip(series.timestamps, series.values, strict=True)):
             wall = stamp_on_clock(stamp, clock)

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from forecaster.data.clock import LEGACY
 from forecaster.redaction import redact
 from monitoring.actuals import UnknownSeries
 from monitoring.scoring import Thresholds
@@ -125,11 +124,11 @@ async def post_actuals(request: Request) -> Any:
     return ActualsStored(stored=stored.stored, resolved_steps=stored.resolved_steps)
 
 
-def serving_clock(store: ModelStore) -> str:
+def serving_clock(store: ModelStore) -> str | None:
     """The clock actuals' zone-aware timestamps are put on, so they meet the forecast steps: the
-    served model's training clock (forecaster.data.clock); before one is loaded, the legacy UTC."""
+    served model's training clock (forecaster.data.clock); None before one is loaded."""
     model = store.current
-    return LEGACY if model is None else model.predictor.clock
+    return None if model is None else model.predictor.clock
 
 
 def unknown_series(series_id: str, index: int) -> ProblemItem:

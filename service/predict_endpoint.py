@@ -173,6 +173,7 @@ class PredictEndpoint:
                         [parsed.series[i].future for i in keep],
                         idempotency_key,
                         fingerprint,
+                        answer.model.predictor.clock,
                     )
                 )
             return request_id

@@ -93,7 +93,7 @@ class SeriesIn(Strict):
         None,
         description="one per value, evenly spaced at the model's frequency; needed by calendar models, "
         "and gives future timestamps back. Zone-aware stamps are converted to the model's training clock "
-        "(GET /v1/model: clock); a model trained on naive stamps of an unnamed zone takes naive ones only.",
+        "(GET /v1/model: clock); on the 'local' clock their wall time is taken as written.",
     )
     future: dict[str, Annotated[list[Number], Field(fail_fast=True)]] | None = Field(
         None,
@@ -160,8 +160,8 @@ class ForecastOut(BaseModel):
     values: list[float]
     timestamps: list[NaiveTimestamp] | None = Field(
         None,
-        description="one per forecast step, ISO 8601 without a zone: the clock of the request's "
-        "timestamps (UTC when those were zone-aware)",
+        description="one per forecast step, ISO 8601 without a zone: wall times on the model's "
+        "training clock (GET /v1/model: clock)",
     )
     attention: list[list[float]] | None = Field(None, description="H rows of L weights, each summing to 1")
     quantiles: dict[str, list[float]] | None = Field(
@@ -211,7 +211,8 @@ class ModelDescription(BaseModel):
     frequency: str
     clock: str = Field(
         description="the wall clock of the training timestamps: 'UTC', an IANA zone, or 'local' (naive, "
-        "zone not named: send naive timestamps); zone-aware timestamps are converted to it"
+        "zone not named: a zone-aware timestamp's wall time is taken as written); zone-aware timestamps "
+        "are converted to it"
     )
     training_metrics: dict[str, float]
     interval_levels: list[float]
@@ -254,7 +255,7 @@ class Readiness(BaseModel):
 class ActualSeries(Strict):
     series_id: SeriesId
     timestamps: list[Timestamp] = Field(
-        ..., min_length=1, description="ISO 8601 text, one per value; zone-aware ones are converted to UTC"
+        ..., min_length=1, description="ISO 8601 text, one per value; zone-aware ones on the model's clock"
     )
     values: list[Number] = Field(..., min_length=1, description="the observed target")
 

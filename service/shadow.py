@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from forecaster.data.clock import LEGACY
 from forecaster.data.frequency import step_of
 from forecaster.predictor import Predictor
 from monitoring.queue_worker import QueueWorker
@@ -40,6 +41,7 @@ class ShadowJob:
     covariates: list[dict[str, np.ndarray] | None] = field(default_factory=list)  # per series, as sent
     idempotency_key: str | None = None  # the request's: a retry is logged once, the challenger's part too
     fingerprint: str | None = None  # its body's digest, beside the key
+    clock: str = LEGACY  # the champion's training clock: the timestamps are wall times on it
 
 
 class Shadow(QueueWorker[ShadowJob]):
@@ -75,6 +77,9 @@ class Shadow(QueueWorker[ShadowJob]):
         predictor = model.predictor
         if predictor.frequency != job.frequency:
             self._count("skipped", "another frequency")
+            return
+        if predictor.clock != job.clock:  # its calendar features would read the stamps shifted
+            self._count("skipped", "another clock")
             return
         lookback, features = predictor.lookback, len(predictor.features)
         kept = [

@@ -3,8 +3,8 @@ timestamps against the model's frequency and pandas' calendar. Everything a requ
 is caught here, before it joins a batch, and reported with the series index and field, all at once.
 
 Timestamps: zone-aware stamps are converted to the model's training clock (forecaster.data.clock:
-UTC, or the zone named by data.timezone) and used as naive wall times; a model trained on naive
-stamps of an unnamed zone takes naive stamps only. Stamps must be evenly spaced at the model's
+UTC, the zone named by data.timezone, or for naive training stamps of an unnamed zone the wall
+time as written) and used as naive wall times. Stamps must be evenly spaced at the model's
 frequency, and the forecast's own stamps must stay within pandas' range (1677-09-21 to
 2262-04-11)."""
 
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from fastapi import HTTPException, status
 
-from forecaster.data.clock import ClockError, stamp_on_clock
+from forecaster.data.clock import stamp_on_clock
 from forecaster.data.frequency import first_off_step
 from forecaster.predictor import Predictor
 from service.parsing import ParsedRequest, ParsedSeries, ProblemItem, RequestProblems
@@ -210,11 +210,7 @@ def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: li
         message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
         problems.append(ProblemItem([*where, k], message, "mixed_zones"))
         return None
-    try:
-        times, outside = _clock_times(series.timestamps, zoned[0] if zoned else False, predictor.clock)
-    except ClockError as exc:
-        problems.append(ProblemItem([*where, 0], str(exc), "zone_unknown"))
-        return None
+    times, outside = _clock_times(series.timestamps, zoned[0] if zoned else False, predictor.clock)
     if outside is not None:
         stamp = series.timestamps[outside]
         message = f"{stamp.isoformat()} is outside the range timestamps can take ({PANDAS_RANGE})"

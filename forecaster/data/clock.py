@@ -6,80 +6,96 @@ on Berlin local time that is sent "10:00+01:00" and reads it as 09:00 UTC sees e
 by one (two in summer) and forecasts the wrong part of the day, without any error.
 
 A clock is one of:
-  "UTC"     the training file's timestamps carried a zone or an offset; they were converted to UTC
-  a zone    ``data.timezone`` (an IANA name, e.g. "Europe/Berlin"): timestamps are that zone's wall
-            time; naive ones are read as written, zone-aware ones converted to it
-  "local"   naive timestamps in a zone nobody named: wall time as written. A zone-aware timestamp
-            cannot be placed on this clock, so it is refused, naming the fix.
-A model saved before clocks were stored converted requests to UTC: ``LEGACY`` keeps that."""
+  "UTC"     zone-aware timestamps are converted to UTC; naive ones are read as written. What a
+            training file with offsets gets by default.
+  a zone    ``data.timezone`` (an IANA name, e.g. "Europe/Berlin"): zone-aware timestamps are
+            converted to that zone's wall time, naive ones read as written, so calendar features
+            are local hours. Wall times repeat an hour when the clocks go back: for sub-daily data
+            across a DST change, leave the zone out (UTC) or the load stops at the repeated hour.
+  "local"   naive timestamps in a zone nobody named: wall time as written, and a zone-aware
+            timestamp's wall time is taken as written too (its offset dropped), since nothing says
+            how to convert it. What a training file without offsets gets by default.
+A model saved before clocks were stored converted every zone-aware timestamp to UTC: ``LEGACY``.
+`forecast predict`, `evaluate` and `retrain` read files on the model's clock (data.timezone set
+to it), the service reads requests and actuals on it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import numpy as np
 import pandas as pd
 
 UTC_CLOCK = "UTC"
 LOCAL = "local"
 LEGACY = UTC_CLOCK
-
-
-LOCAL_REFUSAL = (
-    "this model was trained on timestamps without a zone (local time, zone not named): send them "
-    "without an offset, as the training file had them, or retrain with data.timezone set"
-)
-
-
-class ClockError(ValueError):
-    """A zone-aware timestamp for a model whose training clock has no zone."""
+OFFSET = r"\s*(?:Z|[+-]\d{2}(?::?\d{2})?)$"  # a zone designator at the end of an ISO timestamp
+SAMPLE = 100  # leading values that decide whether a column's timestamps carry zones
 
 
 def valid_zone(name: str) -> str:
-    """``name`` if it is an IANA time zone; ValueError naming it otherwise."""
+    """``name`` if it is a clock: "local", "UTC" or an IANA time zone; ValueError naming it."""
+    if name == LOCAL:
+        return name
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"{name!r} is not a time zone name (IANA, e.g. 'Europe/Berlin' or 'UTC')") from None
+        raise ValueError(
+            f"{name!r} is not a time zone name (IANA, e.g. 'Europe/Berlin' or 'UTC'; or 'local')"
+        ) from None
     return name
 
 
 def clock_for(zoned: bool, timezone: str | None) -> str:
-    """The clock of a training file whose timestamps are ``zoned`` (or not), under ``timezone``."""
+    """The clock of a file whose timestamps are ``zoned`` (or not), read under ``timezone``."""
     if timezone is not None:
         return timezone
     return UTC_CLOCK if zoned else LOCAL
 
 
 def is_zoned(text: pd.Series) -> bool:
-    """Whether a column's timestamps carry a zone or offset, judged by its first one (a file mixing
-    the two is read with the first's rule; pandas reads the rest)."""
-    for value in text:
-        if value:
-            try:
-                return pd.Timestamp(value).tzinfo is not None
-            except (ValueError, TypeError):
-                return False
+    """Whether a column's timestamps carry a zone or offset, judged by the first that parses
+    among its leading values (a file mixing the two is read with that one's rule)."""
+    for value in text.iloc[:SAMPLE]:
+        try:
+            return pd.Timestamp(value).tzinfo is not None
+        except (ValueError, TypeError):
+            continue
     return False
 
 
-def on_clock(utc_times: pd.DatetimeIndex, zoned: bool, timezone: str | None) -> pd.DatetimeIndex:
-    """Timestamps parsed with ``utc=True`` (zone-aware converted to UTC, naive read as written) ->
-    naive wall times on the clock ``clock_for(zoned, timezone)``."""
-    if zoned and timezone is not None:
-        return utc_times.tz_convert(timezone).tz_localize(None)
-    return utc_times.tz_convert(None)
+def parse_on_clock(text: pd.Series, timezone: str | None) -> tuple[pd.DatetimeIndex, str]:
+    """A column of timestamp text -> naive wall times on its clock (NaT where unparseable)."""
+    zoned = is_zoned(text)
+    clock = clock_for(zoned, timezone)
+    if zoned and clock == LOCAL:  # the wall time as written, offsets dropped
+        stripped = text.str.replace(OFFSET, "", regex=True)
+        return pd.DatetimeIndex(pd.to_datetime(stripped, errors="coerce", format="mixed")), clock
+    parsed = pd.DatetimeIndex(pd.to_datetime(text, errors="coerce", utc=True, format="mixed"))
+    if zoned and clock != UTC_CLOCK:
+        return parsed.tz_convert(clock).tz_localize(None), clock
+    return parsed.tz_convert(None), clock
 
 
 def stamp_on_clock(stamp: datetime, clock: str) -> datetime | None:
-    """One request timestamp on the model's clock, naive: a naive one as written, a zone-aware one
-    converted (ClockError on a "local" clock); None when the conversion leaves the calendar."""
+    """One request timestamp on the model's clock, naive; None when the conversion leaves the
+    calendar."""
     if stamp.tzinfo is None:
         return stamp
     if clock == LOCAL:
-        raise ClockError(LOCAL_REFUSAL)
+        return stamp.replace(tzinfo=None)
     try:
         zone = UTC if clock == UTC_CLOCK else ZoneInfo(clock)
         return stamp.astimezone(zone).replace(tzinfo=None)
     except (OverflowError, ValueError):
         return None
+
+
+def instants_on_clock(instants: np.ndarray, clock: str) -> np.ndarray:
+    """Instants given as UTC (the pyfunc's unix seconds) -> wall times on a zone's clock; on the
+    UTC and local clocks the seconds are taken as the wall time they spell, as before."""
+    if clock in (UTC_CLOCK, LOCAL):
+        return instants
+    flat = pd.DatetimeIndex(np.ravel(instants)).tz_localize(UTC).tz_convert(clock).tz_localize(None)
+    return flat.values.reshape(np.shape(instants))

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from forecaster.data.clock import LOCAL, clock_for, is_zoned, on_clock
+from forecaster.data.clock import LOCAL, parse_on_clock
 from forecaster.data.frequency import infer_frequency, is_business_day
 from forecaster.errors import DataError
 
@@ -188,10 +188,9 @@ def parse_times(column: pd.Series, timezone: str | None = None) -> tuple[pd.Date
     """Timestamps (naive wall times on one clock for the whole series), the positions that do not
     parse, and that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``)."""
     text = column.astype(str).str.strip()
-    parsed = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
-    bad = np.flatnonzero(parsed.isna().to_numpy())
-    zoned = is_zoned(text)
-    return on_clock(pd.DatetimeIndex(parsed), zoned, timezone), bad, clock_for(zoned, timezone)
+    times, clock = parse_on_clock(text, timezone)
+    bad = np.flatnonzero(times.isna())
+    return times, bad, clock
 
 
 def time_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) -> DataError:

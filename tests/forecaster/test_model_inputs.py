@@ -1,7 +1,6 @@
 """One assembly of the network's inputs for training and serving: the batch the training dataset
 hands the network and the predictor's own, for the same windows, give the same forecast, for every
-architecture, with calendar features, future covariates and a panel's series embedding on. And the
-clock the training timestamps were read on travels with the model."""
+architecture, with calendar features, future covariates and a panel's series embedding on."""
 
 from __future__ import annotations
 
@@ -13,11 +12,9 @@ import pytest
 import torch
 
 from forecaster.config import ForecastConfig
-from forecaster.data.clock import LOCAL, UTC_CLOCK
 from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.data.windows import as_batch
-from forecaster.errors import ConfigError
 from forecaster.models import build_network
 from forecaster.models.series_embedding import run_network
 from forecaster.predictor import Predictor
@@ -148,24 +145,3 @@ def test_the_inputs_follow_the_documented_order(tmp_path):
     np.testing.assert_allclose(batch["future"][:, 0].numpy(), windows.future_covariates()[0, :, 0], rtol=1e-6)
     future_rows = slice(start + LOOKBACK, start + LOOKBACK + HORIZON)
     np.testing.assert_allclose(batch["future"][:, 1:].numpy(), calendar[future_rows], rtol=1e-6)
-
-
-def test_the_training_clock_is_stored_with_the_model(tmp_path):
-    naive = config_for(hourly_file(tmp_path), {"cell": "gru"})
-    (tmp_path / "zoned").mkdir()
-    zoned_file = hourly_file(tmp_path / "zoned", zone="Europe/Berlin")
-    as_utc = config_for(zoned_file, {"cell": "gru"})
-    berlin = config_for(zoned_file, {"cell": "gru"}, timezone="Europe/Berlin")
-    clocks = {}
-    for label, config in {"naive": naive, "utc": as_utc, "berlin": berlin}.items():
-        prepared = prepare(load_from_config(config.data), config)
-        saved = untrained_predictor(config, prepared).save(tmp_path / label)
-        clocks[label] = (Predictor.load(saved).clock, prepared.series.frame.index[0])
-    assert clocks["naive"] == (LOCAL, pd.Timestamp("2021-05-01 00:00"))
-    assert clocks["utc"] == (UTC_CLOCK, pd.Timestamp("2021-04-30 22:00"))  # Berlin is UTC+2 in May
-    assert clocks["berlin"] == ("Europe/Berlin", pd.Timestamp("2021-05-01 00:00"))
-
-
-def test_an_unknown_zone_is_refused_by_name():
-    with pytest.raises((ConfigError, ValueError), match="'Mars/Olympus' is not a time zone"):
-        ForecastConfig.model_validate({"data": {"dataset": "melbourne-temp", "timezone": "Mars/Olympus"}})

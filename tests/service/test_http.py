@@ -79,17 +79,28 @@ def test_timestamps_give_future_timestamps(model_store):
         ]
 
 
-def test_a_model_trained_on_local_time_refuses_zone_aware_stamps_by_name(model_store):
-    """Its training file had no zone, so an offset cannot be put on its clock: reading the stamp as
-    UTC would shift every calendar feature without a word."""
+def test_a_model_trained_on_local_time_takes_a_zoned_stamps_wall_time_as_written(model_store):
+    """Its training file had no zone, so there is none to convert an offset to: 10:00+01:00 is
+    10:00 on its clock (read as UTC it would be 09:00, every calendar feature an hour off)."""
     with serving(model_store, "models:/svc-lstm@champion") as client:
         assert client.get("/v1/model").json()["clock"] == "local"
-        stamps = [f"1990-01-{d:02d}T00:00:00+01:00" for d in range(1, 15)]
-        response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps}]})
-        assert response.status_code == 422, response.text
-        problem = response.json()["detail"][0]
-        assert problem["field"] == "series[0].timestamps[0]" and problem["type"] == "zone_unknown"
-        assert "without an offset" in problem["msg"] and "data.timezone" in problem["msg"]
+        answers = [
+            client.post(
+                "/v1/predict",
+                json={
+                    "series": [
+                        {
+                            "values": window(14),
+                            "timestamps": [f"1990-01-{d:02d}T10:00:00{zone}" for d in range(1, 15)],
+                        }
+                    ]
+                },
+            )
+            for zone in ("+01:00", "")
+        ]
+    assert [a.status_code for a in answers] == [200, 200], answers[0].text
+    assert answers[0].json()["forecasts"] == answers[1].json()["forecasts"]
+    assert answers[0].json()["forecasts"][0]["timestamps"][0] == "1990-01-15T10:00:00"
 
 
 BAD = [

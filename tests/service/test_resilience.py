@@ -222,7 +222,7 @@ def test_a_dead_registry_at_start_opens_the_port_at_once_and_leaks_no_secret(tmp
         == "no model is loaded yet: the model registry could not be reached; retrying"
     )
     assert model.status_code == 503 and predict.status_code == 503 and "Retry-After" in predict.headers
-    assert reload.status_code == 502 and reload_seconds < 60, (reload_seconds, reload.text)
+    assert reload.status_code == 502 and reload_seconds < 30, (reload_seconds, reload.text)  # 5 s deadline
     assert status["consecutive_failures"] >= 2 and "alice:***@" not in status["tracking_uri"]
     assert status["tracking_uri"].startswith("http://***@127.0.0.1")
     for text in (readiness.text, model.text, predict.text, reload.text, str(status), log.read_text()):
@@ -262,9 +262,9 @@ def test_the_service_outlives_a_killed_tracking_server_and_follows_it_when_back(
         assert "could not be reached" in readiness["reason"] or "did not answer" in readiness["reason"]
         started = time.monotonic()
         refused = httpx.post(f"{url}/v1/admin/reload", headers=key, timeout=120)
-        # refused rather than left hanging on the dead server: a behaviour, with a machine's worth
-        # of margin over RELOAD_TIMEOUT_S (MLflow's own retries would take minutes)
-        assert refused.status_code == 502 and time.monotonic() - started < 60
+        # refused rather than left hanging on the dead server: a behaviour, with 25 s of margin
+        # over RELOAD_TIMEOUT_S=5 (MLflow's own retries would take minutes)
+        assert refused.status_code == 502 and time.monotonic() - started < 30
         assert "still serving version 1" in refused.json()["detail"]
 
         stack.enter_context(mlflow_server(tmp_path, port=port))  # back, same store
