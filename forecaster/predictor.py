@@ -256,9 +256,9 @@ class Predictor:
         training scale for every window (its windows are taken to be of its series), a panel's by
         series id; the window's own for a panel series never trained on, or for a model saved
         before scales were stored."""
-        scales = window_scales(past_target, seasonal_period(self.frequency))
         if not self.is_panel and SINGLE_SERIES in self.mase_scales:
             return np.full(len(past_target), self.mase_scales[SINGLE_SERIES])
+        scales = window_scales(past_target, seasonal_period(self.frequency))
         for i, key in enumerate(series_ids):
             if key in self.mase_scales:
                 scales[i] = self.mase_scales[key]

@@ -21,8 +21,7 @@ from tests.forecaster.test_model_inputs import config_for, hourly_file, untraine
 
 def test_the_training_clock_is_stored_with_the_model(tmp_path):
     naive = config_for(hourly_file(tmp_path), {"cell": "gru"})
-    (tmp_path / "zoned").mkdir()
-    zoned_file = hourly_file(tmp_path / "zoned", zone="Europe/Berlin")
+    zoned_file = hourly_file(tmp_path, zone="Europe/Berlin")
     as_utc = config_for(zoned_file, {"cell": "gru"})
     berlin = config_for(zoned_file, {"cell": "gru"}, timezone="Europe/Berlin")
     clocks = {}
@@ -38,8 +37,7 @@ def test_the_training_clock_is_stored_with_the_model(tmp_path):
 def test_files_given_to_a_model_are_read_on_its_clock(tmp_path):
     """`forecast predict`, `evaluate` and `retrain` read through data_config_for: a zoned file for
     a local model gives its wall times as written, for a Berlin model Berlin's wall times."""
-    (tmp_path / "zoned").mkdir()
-    zoned = hourly_file(tmp_path / "zoned", zone="Europe/Berlin")
+    zoned = hourly_file(tmp_path, zone="Europe/Berlin")
     local_config = config_for(hourly_file(tmp_path), {"cell": "gru"})
     local = untrained_predictor(local_config, prepare(load_from_config(local_config.data), local_config))
     berlin_config = config_for(zoned, {"cell": "gru"}, timezone="Europe/Berlin")

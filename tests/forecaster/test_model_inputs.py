@@ -39,7 +39,8 @@ def hourly_file(root: Path, zone: str | None = None, panel: bool = False) -> Pat
                 {"id": key, "t": hours, "load": load, "temp": rng.normal(0, 1, len(hours)), "promo": promo}
             )
         )
-    path = root / ("panel.csv" if panel else "hourly.csv")
+    name = "panel" if panel else "hourly"
+    path = root / (f"{name}-{zone.replace('/', '-')}.csv" if zone else f"{name}.csv")
     pd.concat(frames).to_csv(path, index=False)
     return path
 
