@@ -494,11 +494,17 @@ def compare(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """The experiment's runs side by side, best selection MAE first (test shown, never ordering)."""
+    import mlflow
+
     from pipelines.compare import compare_runs, print_comparison
+    from pipelines.shared_view import print_view_url, write_shared_view
     from pipelines.tracking import connect, resolve_tracking_uri
 
-    connect(resolve_tracking_uri(tracking_uri))
+    uri = connect(resolve_tracking_uri(tracking_uri))
     print_comparison(experiment, compare_runs(experiment, limit))
+    experiment_id = mlflow.get_experiment_by_name(experiment).experiment_id
+    write_shared_view(mlflow.MlflowClient(uri), experiment_id)
+    print_view_url(uri, experiment_id)
 
 
 @app.command()
@@ -627,6 +633,10 @@ def ui(
     # and no job-execution runner (huey consumers): nothing here submits MLflow server jobs
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     print(f"MLflow UI for {uri} at http://127.0.0.1:{port} (Ctrl-C to stop)", flush=True)
+    from pipelines.shared_view import shared_views, view_url
+
+    for name, experiment_id in shared_views(uri):
+        print(f"  {name}: runs compared at {view_url(uri, experiment_id, port)} (once it starts)", flush=True)
     # become `mlflow ui`: SIGTERM/Ctrl-C reach it directly and it forwards them to its server,
     # so stopping `forecast ui` stops everything it started
     os.execvpe(command[0], command, env)

@@ -16,6 +16,7 @@ def main() -> None:
     import mlflow
 
     from pipelines.cli import app
+    from pipelines.shared_view import view_url
 
     started = time.perf_counter()
     for config in ("quick-lstm.yaml", "quick-seq2seq-attention.yaml"):
@@ -24,11 +25,8 @@ def main() -> None:
     print(f"\n== forecast compare --experiment {EXPERIMENT}")
     app(["compare", "--experiment", EXPERIMENT], standalone_mode=False)
     experiment = mlflow.get_experiment_by_name(EXPERIMENT)
-    runs_page = (
-        "http://127.0.0.1:5000"
-        if experiment is None
-        else f"http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
-    )
+    # the comparison `forecast compare` just wrote as the UI's shared view (pipelines/shared_view.py)
+    runs_page = view_url(mlflow.get_tracking_uri(), experiment.experiment_id)
     print(
         f"\nDemo finished in {time.perf_counter() - started:.0f} s. The better model holds "
         f"models:/{MODEL_NAME}@champion.\n"

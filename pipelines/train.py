@@ -35,6 +35,7 @@ from pipelines.resume import (
     process_tags,
     publisher,
 )
+from pipelines.shared_view import refresh_after_training
 from pipelines.stale import find_stale_runs, warning_line
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
 
@@ -210,6 +211,7 @@ def run_training(
             mlflow.set_tags(
                 {"registered_version": str(version.version), "promoted": str(outcome.promotion.promoted)}
             )
+    refresh_after_training(client, experiment_id)  # the UI's comparison, this run included
     outcome.seconds = time.perf_counter() - started
     return outcome
 
