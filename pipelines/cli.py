@@ -143,6 +143,22 @@ def merge(data: dict[str, Any], section: str, values: dict[str, Any]) -> None:
         data.setdefault(section, {}).update(values)
 
 
+AllowWorseThanNaive = Annotated[
+    bool,
+    typer.Option(
+        "--allow-worse-than-naive",
+        help="give the alias even if the selection MAE is not below the naive forecast's",
+    ),
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        help="move the alias whatever the figures: even if not better than the holder or than naive "
+        "(implies --allow-worse-than-naive)"
+    ),
+]
+
+
 @app.command()
 @user_errors
 def train(
@@ -171,6 +187,7 @@ def train(
     epochs: Annotated[int | None, typer.Option()] = None,
     experiment: Annotated[str | None, typer.Option()] = None,
     register: Annotated[str | None, typer.Option(help="register the model under this name")] = None,
+    allow_worse_than_naive: AllowWorseThanNaive = False,
     devices: Annotated[str | None, typer.Option(help="Lightning devices, e.g. 2 or auto")] = None,
     num_nodes: Annotated[int | None, typer.Option()] = None,
     strategy: Annotated[str | None, typer.Option(help="Lightning strategy, e.g. ddp")] = None,
@@ -195,7 +212,7 @@ def train(
             raise ConfigError(
                 f"--resume continues the run with the config it was started with; drop {options}"
             )
-        train_resumed(resume, tracking_uri, quiet, as_json)
+        train_resumed(resume, tracking_uri, quiet, as_json, allow_worse_than_naive)
         return
     settings = read_yaml(config) if config else {}
     merge(settings, "data", data_settings(data, time_column, target, features))
@@ -223,7 +240,15 @@ def train(
     merge(
         settings,
         "tracking",
-        {k: v for k, v in {"experiment": experiment, "registered_model": register}.items() if v},
+        {
+            k: v
+            for k, v in {
+                "experiment": experiment,
+                "registered_model": register,
+                "allow_worse_than_naive": allow_worse_than_naive,
+            }.items()
+            if v
+        },
     )
     for assignment in overrides or []:
         apply_override(settings, assignment)
@@ -247,8 +272,11 @@ TRAIN_SETTINGS = {
 }  # fmt: skip
 
 
-def train_resumed(run_id: str, tracking_uri: str | None, quiet: bool, as_json: bool) -> None:
-    """`forecast train --resume RUN_ID`: the same run, its logged config, its last checkpoint."""
+def train_resumed(
+    run_id: str, tracking_uri: str | None, quiet: bool, as_json: bool, allow_worse_than_naive: bool
+) -> None:
+    """`forecast train --resume RUN_ID`: the same run, its logged config, its last checkpoint
+    (--allow-worse-than-naive still applies: it is about the alias, not the model)."""
     from pipelines.resume import run_config_of
     from pipelines.tracking import connect, resolve_tracking_uri
     from pipelines.train import run_training
@@ -257,6 +285,8 @@ def train_resumed(run_id: str, tracking_uri: str | None, quiet: bool, as_json: b
     run_config = run_config_of(run_id, uri)
     if as_json:
         run_config.train.progress_bar = False
+    if allow_worse_than_naive:
+        run_config.tracking.allow_worse_than_naive = True
     outcome = run_training(run_config, uri, quiet=quiet, resume=run_id)
     report_training(outcome, run_config.tracking.alias, as_json)
 
@@ -554,16 +584,17 @@ def register_command(
     run_id: Annotated[str, typer.Option()],
     name: Annotated[str, typer.Option()],
     alias: Annotated[str, typer.Option()] = "champion",
-    force: Annotated[bool, typer.Option(help="move the alias even if not better")] = False,
+    force: Force = False,
+    allow_worse_than_naive: AllowWorseThanNaive = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Register a run's model; give it the alias only if it beats the current holder."""
+    """Register a run's model; give it the alias only if it beats the current holder and naive."""
     from pipelines.registry import promote, register_run
     from pipelines.tracking import connect, resolve_tracking_uri
 
     connect(resolve_tracking_uri(tracking_uri))
     version = register_run(run_id, name)
-    decision = promote(name, version, alias, force)
+    decision = promote(name, version, alias, force, allow_worse_than_naive)
     print(
         f"registered {name} v{version}; @{alias} {'moved' if decision.promoted else 'kept'}: "
         f"{decision.reason}"
@@ -576,16 +607,18 @@ def promote(
     name: Annotated[str, typer.Option()],
     version: Annotated[str, typer.Option()],
     alias: Annotated[str, typer.Option()] = "champion",
-    force: Annotated[bool, typer.Option()] = False,
+    force: Force = False,
+    allow_worse_than_naive: AllowWorseThanNaive = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Move an alias to a version only if it beats the current holder on the candidate's selection
-    window (the later part of validation, which neither was fitted on); test decides nothing."""
+    """Move an alias to a version only if it beats the current holder and the naive forecast on the
+    candidate's selection window (the later part of validation, which neither was fitted on); test
+    decides nothing."""
     from pipelines.registry import promote as promote_version
     from pipelines.tracking import connect, resolve_tracking_uri
 
     connect(resolve_tracking_uri(tracking_uri))
-    decision = promote_version(name, version, alias, force)
+    decision = promote_version(name, version, alias, force, allow_worse_than_naive)
     print(f"{name} v{version}: @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}")
     if not decision.promoted:
         raise typer.Exit(1)

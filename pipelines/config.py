@@ -20,6 +20,9 @@ class TrackingConfig(StrictModel):
     run_name: str | None = None
     registered_model: str | None = Field(None, description="register under this name; empty: do not")
     alias: str = "champion"
+    allow_worse_than_naive: bool = Field(
+        False, description="give the alias even when the model's selection MAE is not below naive's"
+    )
 
 
 class RunConfig(ForecastConfig):

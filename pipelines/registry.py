@@ -21,6 +21,7 @@ from forecaster.errors import ForecasterError
 from forecaster.evaluation import evaluate
 from forecaster.predictor import Predictor
 from pipelines.locks import promotion_lock
+from pipelines.run_tags import retag_versions
 
 SELECTION_METRIC = "selection_mae"
 
@@ -37,6 +38,7 @@ class Promotion:
     holder_version: str | None = None
     holder_mae: float | None = None
     window: str | None = None  # the selection window that decided, in words
+    naive_mae: float | None = None  # the naive forecast's, on the same selection windows
 
 
 def load_predictor(model_uri: str) -> Predictor:
@@ -101,50 +103,76 @@ def current_holder(name: str, alias: str) -> str | None:
         return None
 
 
-def promote(name: str, version: str, alias: str = "champion", force: bool = False) -> Promotion:
-    """Point ``alias`` at ``version`` if it has no holder, if ``version`` has a lower MAE than the
-    holder on the candidate's selection window (which the holder was not fitted on either), or if
-    forced. Serialised per registered model, so concurrent promotions cannot race."""
+def promote(
+    name: str,
+    version: str,
+    alias: str = "champion",
+    force: bool = False,
+    allow_worse_than_naive: bool = False,
+) -> Promotion:
+    """Point ``alias`` at ``version`` if its MAE on its selection window is below the naive
+    forecast's there, and it has no holder or a higher-MAE holder (not fitted on that window
+    either); ``force`` moves it whatever the figures, ``allow_worse_than_naive`` only waives the
+    naive bar. Serialised per registered model, so concurrent promotions cannot race; the runs
+    whose standing changed are re-tagged under the same lock (pipelines/run_tags.py)."""
     with promotion_lock(name):
-        return _promote(name, str(version), alias, force)
+        holder = current_holder(name, alias)
+        decision = _promote(name, str(version), alias, holder, force, allow_worse_than_naive)
+        retag_versions(name, [str(version), *([holder] if decision.promoted and holder else [])])
+        return decision
 
 
-def _promote(name: str, version: str, alias: str, force: bool) -> Promotion:
-    client = mlflow.MlflowClient()
-    holder = current_holder(name, alias)
+def _promote(
+    name: str, version: str, alias: str, holder: str | None, force: bool, allow_worse_than_naive: bool
+) -> Promotion:
     if holder == version:
         return Promotion(False, f"version {version} already holds @{alias}", holder_version=holder)
-    if holder is None:
-        client.set_registered_model_alias(name, alias, version)
-        return Promotion(True, f"@{alias} had no holder")
     candidate = load_predictor(f"models:/{name}/{version}")
-    incumbent = load_predictor(f"models:/{name}/{holder}")
     prepared = prepared_for(candidate.config, candidate)
     window = window_words(prepared, "selection")
-    problem = comparable(candidate, incumbent)
-    if problem is None:
-        selection_from = split_start(prepared, "selection")
-        if (fitted := last_fitted(incumbent)) >= selection_from:
-            problem = f"v{holder} was fitted or early-stopped on data up to {fitted}, inside the {window}"
-    if problem and not force:
-        return Promotion(
-            False, f"not comparable with v{holder}: {problem}", holder_version=holder, window=window
-        )
-    candidate_mae = evaluate(candidate, prepared, "selection").metrics["model"]["mae"]
-    holder_mae = None if problem else selection_mae(candidate.config, incumbent)
-    better = holder_mae is not None and candidate_mae < holder_mae
+    problem = None
+    if holder is not None:
+        incumbent = load_predictor(f"models:/{name}/{holder}")
+        problem = comparable(candidate, incumbent)
+        if problem is None:
+            selection_from = split_start(prepared, "selection")
+            if (fitted := last_fitted(incumbent)) >= selection_from:
+                problem = f"v{holder} was fitted or early-stopped on data up to {fitted}, inside the {window}"
+        if problem and not force:
+            return Promotion(
+                False, f"not comparable with v{holder}: {problem}", holder_version=holder, window=window
+            )
+    scores = evaluate(candidate, prepared, "selection").metrics  # the model and naive, same windows
+    candidate_mae, naive_mae = scores["model"]["mae"], scores["naive"]["mae"]
+    holder_mae = None if holder is None or problem else selection_mae(candidate.config, incumbent)
     figures = f"{candidate_mae:.4f}" + ("" if holder_mae is None else f" vs v{holder}'s {holder_mae:.4f}")
-    if better or force:
-        client.set_registered_model_alias(name, alias, version)
-        why = "forced" if force and not better else "lower MAE"
-        return Promotion(True, f"{why} on the {window}: {figures}", candidate_mae, holder, holder_mae, window)
-    return Promotion(
-        False,
-        f"MAE {figures} on the {window}: not lower (the test split decides nothing)",
-        candidate_mae,
-        holder,
-        holder_mae,
-        window,
+    figures += f" (naive {naive_mae:.4f})"
+    found = Promotion(False, "", candidate_mae, holder, holder_mae, window, naive_mae)
+    better = holder is None or (holder_mae is not None and candidate_mae < holder_mae)
+    if not (better or force):
+        found.reason = f"MAE {figures} on the {window}: not lower (the test split decides nothing)"
+        return found
+    if candidate_mae >= naive_mae and not (allow_worse_than_naive or force):
+        found.reason = naive_refusal(candidate_mae, naive_mae, window, alias)
+        return found
+    mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
+    found.promoted = True
+    if holder is None:
+        found.reason = f"@{alias} had no holder; MAE on the {window}: {figures}"
+    else:
+        found.reason = f"{'forced' if force and not better else 'lower MAE'} on the {window}: {figures}"
+    if candidate_mae >= naive_mae:
+        found.reason += "; not below naive, allowed"
+    return found
+
+
+def naive_refusal(candidate_mae: float, naive_mae: float, window: str, alias: str) -> str:
+    """Why a model that does not beat repeating the last value gets no alias, and how to give it
+    one anyway: serving it would be worse than serving nothing clever at all."""
+    return (
+        f"MAE {candidate_mae:.4f} on the {window} is not below the naive forecast's {naive_mae:.4f}: "
+        f"no @{alias} for a model worse than repeating the last value "
+        "(--allow-worse-than-naive gives it anyway)"
     )
 
 

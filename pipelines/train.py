@@ -205,12 +205,14 @@ def run_training(
             )
             outcome.registered_name = config.tracking.registered_model
             outcome.registered_version = str(version.version)
+            # promote tags this run (and the one losing the alias) "registered" and "promoted"
             outcome.promotion = promote(
-                config.tracking.registered_model, str(version.version), config.tracking.alias
+                config.tracking.registered_model,
+                str(version.version),
+                config.tracking.alias,
+                allow_worse_than_naive=config.tracking.allow_worse_than_naive,
             )
-            mlflow.set_tags(
-                {"registered_version": str(version.version), "promoted": str(outcome.promotion.promoted)}
-            )
+            mlflow.set_tag("registered_version", str(version.version))
     refresh_after_training(client, experiment_id)  # the UI's comparison, this run included
     outcome.seconds = time.perf_counter() - started
     return outcome

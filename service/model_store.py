@@ -20,9 +20,11 @@ from forecaster.model_uri import ALIAS_URI, VERSION_URI
 from forecaster.predictor import Prediction, Predictor
 from forecaster.redaction import redact
 from service.example_window import example_window
+from service.registry_store import NoStoreError, check_store, no_model_reason
 
 log = logging.getLogger("service.model")
 
+NO_MODEL = "the registry has no model at the configured URI"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -106,7 +108,8 @@ class ReloadBusyError(Exception):
 
 
 def describe_failure(exc: BaseException) -> str:
-    """A load failure in words fit for a public endpoint: no URIs, paths or credentials."""
+    """A load failure in words fit for a public endpoint: no paths or credentials, and no URIs but
+    the two an operator configured, when the model is not there (ModelStore.failed adds them)."""
     text = f"{type(exc).__name__} {exc}".lower()
     if isinstance(exc, ReloadBusyError):
         return "a model load is still in progress"
@@ -116,8 +119,10 @@ def describe_failure(exc: BaseException) -> str:
         word in text for word in ("connection", "max retries", "unreachable", "name or service", "refused")
     ):
         return "the model registry could not be reached"
-    if "resource_does_not_exist" in text or "not found" in text or "does not exist" in text:
-        return "the registry has no model at the configured URI"
+    if isinstance(exc, NoStoreError) or any(
+        words in text for words in ("resource_does_not_exist", "not found", "does not exist")
+    ):
+        return NO_MODEL
     return "the model could not be loaded"
 
 
@@ -189,6 +194,7 @@ class ModelStore:
         try:
             self.status.last_attempt = time.time()
             try:
+                check_store(self.tracking_uri)  # before MLflow, which would create the file
                 ref = resolve(self.model_uri, self.client())
                 current = self.current
                 if current is not None and current.ref.load_uri == ref.load_uri:
@@ -210,6 +216,9 @@ class ModelStore:
         """Record a failed attempt (also called for one abandoned at its deadline)."""
         self.status.failures += 1
         self.status.reason = describe_failure(exc)
+        if self.status.reason == NO_MODEL:  # the operator's mistake: say where we looked, and why
+            missing = isinstance(exc, NoStoreError)
+            self.status.reason = no_model_reason(self.model_uri, self.tracking_uri, missing)
         self.status.error = redact(f"{type(exc).__name__}: {exc}")
         log.error("could not load %s: %s", redact(self.model_uri), self.status.error)
 

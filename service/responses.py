@@ -13,9 +13,9 @@ def forecast_body(answer: Answer, future: list[np.ndarray | None]) -> bytes:
     validating our own output through pydantic, or ``tolist`` and the standard json module, cost
     as much as the forward pass of a small model. Values are finite here (checked per job)."""
     used, prediction = answer.model, answer.prediction
-    quantiles = {f"{q:g}": np.ascontiguousarray(values) for q, values in prediction.quantiles.items()}
+    quantiles = {f"{q:g}": float32_digits(values) for q, values in prediction.quantiles.items()}
     forecasts = []
-    for i, values in enumerate(prediction.mean):
+    for i, values in enumerate(float32_digits(prediction.mean)):
         forecast: dict[str, object] = {"values": values}
         if future[i] is not None:
             forecast["timestamps"] = future[i].astype("datetime64[s]")
@@ -31,3 +31,11 @@ def forecast_body(answer: Answer, future: list[np.ndarray | None]) -> bytes:
         "forecasts": forecasts,
     }
     return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def float32_digits(values: np.ndarray) -> np.ndarray:
+    """``values`` as float32, which orjson writes in float32's shortest form (``12.345679``, not
+    ``12.345678901234``): the network computes in float32, so the float64 digits past its seven
+    significant ones are noise. The one rounding for point forecasts and every quantile or interval
+    bound in an answer."""
+    return np.ascontiguousarray(values, dtype=np.float32)

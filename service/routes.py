@@ -2,7 +2,8 @@
 monitor: service/monitoring_routes.py). Every error a caller can cause is a 4xx naming the field.
 
 POST /v1/predict is answered before routing by ``service.predict_endpoint`` (a plain ASGI handler,
-for speed); ``documented`` declares it here for the OpenAPI document only."""
+for speed); ``documented`` declares it here, routed first so that it leads the OpenAPI document and
+the router answers another method on its path 405 with ``Allow: POST``, as for every route."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from service.schemas import (
 from service.security import require_admin, require_api_key
 
 router = APIRouter()
-documented = APIRouter()  # operations answered before routing: in the OpenAPI document, never routed
+documented = APIRouter()  # operations answered before routing (POST never reaches these handlers)
 
 
 async def get_store(request: Request) -> ModelStore:

@@ -117,7 +117,8 @@ def test_eight_promotions_at_once_leave_the_best_version_holding_the_alias(store
     for run in (bad, good, bad, good, bad, good):  # v3 ... v8
         mlflow.register_model(f"runs:/{run['run_id']}/model", "race")
     client.set_registered_model_alias("race", "champion", "1")
-    command = [sys.executable, "-m", "pipelines.cli", "promote", "--name", "race", "--tracking-uri", store]
+    command = [sys.executable, "-m", "pipelines.cli", "promote", "--name", "race", "--tracking-uri", store,
+               "--allow-worse-than-naive"]  # fmt: skip
     workers = [
         subprocess.Popen(
             [*command, "--version", str(version)],

@@ -153,7 +153,7 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
 
     def promote_as(v: str) -> None:
         try:
-            decisions[v] = promote("race", v)
+            decisions[v] = promote("race", v, allow_worse_than_naive=True)  # tiny: worse than naive
         finally:
             if v == better:
                 better_went_on.set()

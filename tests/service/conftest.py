@@ -20,7 +20,7 @@ from pipelines.train import run_training
 from service.main import create_app
 from service.settings import ServiceSettings
 from tests.conftest import FAMILIES as FAMILIES_BASE
-from tests.conftest import TINY, free_port
+from tests.conftest import NAIVE_GATE_OFF, TINY, free_port
 
 FAMILIES = {
     **{
@@ -44,13 +44,15 @@ def model_store(tmp_path_factory) -> str:
 
 def train_registered(root: Path, models: dict[str, list[str]]) -> str:
     """Trains and registers each named model (``--set`` overrides) into a SQLite store in ``root``
-    (artifacts under it too); returns the store's tracking URI."""
+    (artifacts under it too), each holding @champion even when worse than naive (these tests serve
+    models, they do not judge them); returns the store's tracking URI."""
     uri = f"sqlite:///{root / 'mlflow.db'}"
     cwd = os.getcwd()
     os.chdir(root)  # artifacts go to root/mlartifacts
     try:
         for name, settings in models.items():
-            run_training(load_run_config(None, [*settings, f"tracking.registered_model={name}"]), uri)
+            registered = [*settings, NAIVE_GATE_OFF, f"tracking.registered_model={name}"]
+            run_training(load_run_config(None, registered), uri)
     finally:
         os.chdir(cwd)
     return uri

@@ -1,0 +1,48 @@
+"""The tracking store the service reads its model from, looked at before MLflow opens it.
+
+MLflow creates a SQLite store it is pointed at (a 954 kB empty ``mlflow.db``), so `forecast serve`
+started in the wrong folder would leave a file behind and then say only that the registry had no
+model. The file is checked first, and a missing model is explained: which URI, which store, and how
+a model gets there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from forecaster.redaction import redact
+
+
+class NoStoreError(LookupError):
+    """The SQLite tracking store does not exist: nothing was ever trained into it."""
+
+
+def sqlite_file(tracking_uri: str) -> Path | None:
+    """The file a ``sqlite:///`` tracking URI names (None for other stores or an in-memory one)."""
+    if not tracking_uri.startswith("sqlite:"):
+        return None
+    try:
+        database = make_url(tracking_uri).database
+    except ArgumentError:
+        return None
+    return Path(database) if database and database != ":memory:" else None
+
+
+def check_store(tracking_uri: str) -> None:
+    """Raises NoStoreError, without creating anything, when a SQLite store's file is missing."""
+    path = sqlite_file(tracking_uri)
+    if path is not None and not path.exists():
+        raise NoStoreError(f"the tracking store {path.resolve()} does not exist")
+
+
+def no_model_reason(model_uri: str, tracking_uri: str, store_missing: bool) -> str:
+    """Why there is nothing to serve, naming the URI and the store (redacted) and the way out."""
+    store = f"the tracking store {redact(tracking_uri)}"
+    if store_missing:
+        store += ", which does not exist (nothing was trained into it)"
+    return (
+        f"no model at {redact(model_uri)} in {store}: train one with "
+        "`forecast train ... --register NAME` into that store, or run `make demo`"
+    )

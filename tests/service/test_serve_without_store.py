@@ -1,0 +1,65 @@
+"""`forecast serve` where no tracking store exists creates none, and says what it serves from: the
+503s and the log name the model URI and the store, and how a model gets there."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from service.model_store import ModelStore
+from service.registry_store import NoStoreError
+from tests.conftest import REPO, free_port
+from tests.servers import running
+
+STORE = "sqlite:///mlflow.db"  # serve's default
+MODEL = "models:/demo-forecaster@champion"  # serve's default
+HOW = "forecast train ... --register NAME"
+
+
+def answer(url: str, body: bytes | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_a_missing_sqlite_store_is_reported_not_created(tmp_path):
+    store = ModelStore(f"sqlite:///{tmp_path / 'absent.db'}", MODEL, "cpu", "float32")
+    with pytest.raises(NoStoreError):
+        store.refresh()
+    assert list(tmp_path.iterdir()) == []
+    assert (
+        f"no model at {MODEL} in the tracking store sqlite:///{tmp_path / 'absent.db'}" in store.status.reason
+    )
+    assert "does not exist" in store.status.reason and HOW in store.status.reason
+
+
+@pytest.mark.slow  # starts a server process
+def test_serve_in_an_empty_folder_creates_no_file_and_names_the_uri_and_store(tmp_path, monkeypatch):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)  # the server's working directory: where sqlite:///mlflow.db would land
+    for name in ("MLFLOW_TRACKING_URI", "MODEL_URI"):
+        monkeypatch.delenv(name, raising=False)  # serve's defaults
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port)]
+    with running(command, f"{url}/healthz", tmp_path / "serve.log", env={"PYTHONPATH": str(REPO)}):
+        deadline = time.monotonic() + 60
+        while "no model at" not in (ready := answer(f"{url}/readyz"))[1]:
+            assert time.monotonic() < deadline, ready
+            time.sleep(0.2)
+        predicted = answer(f"{url}/v1/predict", json.dumps({"series": [{"values": [1.0] * 20}]}).encode())
+    for status, text in (ready, predicted):
+        assert status == 503, text
+        assert f"no model at {MODEL} in the tracking store {STORE}" in text and HOW in text
+    log = (tmp_path / "serve.log").read_text()
+    assert MODEL in log and STORE in log and HOW in log
+    assert list(empty.iterdir()) == []  # no mlflow.db, nothing else
