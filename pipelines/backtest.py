@@ -92,7 +92,7 @@ def run_backtest(config: RunConfig, folds: int, tracking_uri: str, quiet: bool =
             ):
                 if k == 1:
                     log_config_and_data(config, prepared, name)
-                trained = train_model(fold_config, prepared)
+                trained = train_model(fold_config, prepared, progress=not quiet)
                 result = evaluate(trained.predictor, prepared, "test")
                 per_fold.append(result.metrics)
                 if not quiet:

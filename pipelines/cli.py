@@ -12,7 +12,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,6 +40,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress lines wh
 def quiet_libraries() -> None:
     """Keep the terminal for what the user asked; libraries' tips and deprecations go away."""
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    # MLflow sets its own logger's level when imported (after this): "Creating initial MLflow
+    # database tables..." on a fresh store is INFO
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
@@ -51,30 +54,65 @@ def quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+# for a Python process the CLI becomes or starts: deprecations and Starlette's own (a UserWarning,
+# "starlette.middleware.wsgi is deprecated", raised as `mlflow ui` imports its server) stay out of
+# the terminal; PYTHONWARNINGS reaches the server's worker processes too
+QUIET_WARNINGS = "ignore::DeprecationWarning,ignore::FutureWarning,ignore:starlette:UserWarning"
+
+
+def quiet_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` for such a process, with no library warnings or MLflow INFO lines (the user's
+    own PYTHONWARNINGS entries come after ours, so they win; a MLFLOW_LOGGING_LEVEL given stays)."""
+    given = environ.get("PYTHONWARNINGS")
+    warnings_filter = f"{QUIET_WARNINGS},{given}" if given else QUIET_WARNINGS
+    return {"MLFLOW_LOGGING_LEVEL": "WARNING", **environ, "PYTHONWARNINGS": warnings_filter}
+
+
 def user_errors(command):
-    """Turn the errors a user can fix into one line on stderr and exit code 2."""
+    """Turn the errors a user can fix into one line on stderr and exit code 2, and Ctrl-C into
+    one line and exit 130 (naming the run and how to resume it when a training was stopped).
+    With --json, stdout holds the JSON document alone; every other line goes to stderr."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from forecaster.errors import ForecasterError
-        from pipelines.console import errors
+        from pipelines.console import human_output_on_stderr
+        from pipelines.interrupts import watching_sigint
 
-        quiet_libraries()
-        try:
-            return command(*args, **kwargs)
-        except ForecasterError as exc:
-            errors.print(f"error: {exc}", markup=False, soft_wrap=True)  # one line, however long
-        except Exception as exc:
-            # an MlflowException needs mlflow imported: no import (seconds) just to catch one
-            mlflow_errors = sys.modules.get("mlflow.exceptions")
-            if mlflow_errors is None or not isinstance(exc, mlflow_errors.MlflowException):
-                raise
-            errors.print(f"error: MLflow: {exc.message}", markup=False, soft_wrap=True)
-        except KeyboardInterrupt:
-            errors.print("interrupted", markup=False)
-        raise typer.Exit(2)
+        with watching_sigint(), human_output_on_stderr(bool(kwargs.get("as_json"))):
+            return run_for_user(command, *args, **kwargs)
 
     return wrapper
+
+
+def run_for_user(command, *args: Any, **kwargs: Any) -> Any:
+    """``command`` with its user errors and interrupts said in one line (see ``user_errors``)."""
+    from forecaster.errors import ForecasterError
+    from pipelines.console import errors
+    from pipelines.interrupts import INTERRUPTED_EXIT, RunInterrupted, resume_line, sigint_received
+
+    quiet_libraries()
+    try:
+        return command(*args, **kwargs)
+    except ForecasterError as exc:
+        errors.print(f"error: {exc}", markup=False, soft_wrap=True)  # one line, however long
+    except Exception as exc:
+        # an MlflowException needs mlflow imported: no import (seconds) just to catch one
+        mlflow_errors = sys.modules.get("mlflow.exceptions")
+        if mlflow_errors is None or not isinstance(exc, mlflow_errors.MlflowException):
+            raise
+        errors.print(f"error: MLflow: {exc.message}", markup=False, soft_wrap=True)
+    except RunInterrupted as exc:
+        errors.print(resume_line(exc, kwargs.get("tracking_uri")), markup=False, soft_wrap=True)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    except KeyboardInterrupt:
+        errors.print("interrupted", markup=False)
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    except SystemExit:
+        if not sigint_received():
+            raise
+        errors.print("interrupted", markup=False)  # Lightning's sys.exit(1) after a Ctrl-C in fit
+        raise typer.Exit(INTERRUPTED_EXIT) from None
+    raise typer.Exit(2)
 
 
 def data_settings(
@@ -201,6 +239,7 @@ def train(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Train one model, evaluate it against the baselines, log it to MLflow, optionally register."""
+    from forecaster.data.header import check_data_columns
     from forecaster.errors import ConfigError
     from pipelines.config import apply_override, read_yaml, validate
 
@@ -255,6 +294,7 @@ def train(
     if "data" not in settings:
         raise ConfigError("give --config FILE or --data DATASET_OR_PATH (see `forecast train --help`)")
     run_config = validate(settings, source=config or "settings")
+    check_data_columns(run_config.data)  # a misspelled column in a second, not a minute
     # the heavy imports (torch, Lightning, MLflow) only once the settings are known to be good
     from pipelines.tracking import resolve_tracking_uri
     from pipelines.train import run_training
@@ -364,16 +404,23 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json")] = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Score a logged or registered model on a dataset's test split against the baselines."""
-    from pipelines.console import metrics_table
+    """Score a logged or registered model on a dataset's test split against the baselines.
+    --json: the document `{run_id, dataset, windows, metrics: {forecaster: {metric: value}},
+    model_version, model_run_id, resolved}` alone on stdout."""
+    from forecaster.data.header import check_given_columns
+    from forecaster.model_uri import check_model_uri
+
+    check_model_uri(model_uri)  # before MLflow and torch are imported: seconds, not a minute
+    overrides = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    check_given_columns(overrides)
+    from pipelines.console import console, metrics_table
     from pipelines.evaluate import run_evaluation
     from pipelines.tracking import connect, resolve_tracking_uri
 
     uri = connect(resolve_tracking_uri(tracking_uri))
-    overrides = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
     result = run_evaluation(model_uri, overrides, experiment, uri)
     if result["resolved"]:
-        print(result["resolved"])  # models:/NAME@ALIAS -> version 3 (run abc12345)
+        console.print(result["resolved"], markup=False)  # models:/NAME@ALIAS -> version 3 (run abc12345)
     metrics_table(
         f"{model_uri} on {result['dataset']}: test split, {result['windows']} windows", result["metrics"]
     )
@@ -391,12 +438,17 @@ def backtest(
     quiet: Quiet = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """Rolling-origin evaluation: K folds, each a nested MLflow run, with the spread of errors."""
-    from pipelines.backtest import run_backtest
+    """Rolling-origin evaluation: K folds, each a nested MLflow run, with the spread of errors.
+    --json: the document `{run_id, folds: [{forecaster: {metric: value}}, ...], summary:
+    {forecaster: {mean, std}} (of test MAE), skill_vs_naive: [per fold]}` alone on stdout."""
+    from forecaster.data.header import check_data_columns
     from pipelines.config import load_run_config
-    from pipelines.tracking import connect, resolve_tracking_uri
 
     run_config = load_run_config(config, overrides)
+    check_data_columns(run_config.data)
+    from pipelines.backtest import run_backtest
+    from pipelines.tracking import connect, resolve_tracking_uri
+
     result = run_backtest(run_config, folds, connect(resolve_tracking_uri(tracking_uri)), quiet=quiet)
     if as_json:
         print(json.dumps(result))
@@ -421,11 +473,15 @@ def sweep(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Hyperparameter search with Optuna; each trial a nested MLflow run; best re-trained."""
+    from forecaster.data.header import check_data_columns
     from pipelines.config import load_run_config
+
+    run_config = load_run_config(config, overrides)
+    check_data_columns(run_config.data)
+    from pipelines.console import console
     from pipelines.sweep import run_sweep
     from pipelines.tracking import connect, resolve_tracking_uri
 
-    run_config = load_run_config(config, overrides)
     if register:
         run_config.tracking.registered_model = register
     if as_json:
@@ -434,16 +490,17 @@ def sweep(
         run_config, trials, connect(resolve_tracking_uri(tracking_uri)), storage, study, quiet=quiet
     )
     best = result.best_run
-    print(f"best val MAE {result.best_value:.4f} with {result.best_params}")
+    console.print(f"best val MAE {result.best_value:.4f} with {result.best_params}", markup=False)
     if best is not None:
-        print(
+        console.print(
             f"re-trained best: run {best.run_id}, test MAE {best.metrics['model']['mae']:.4f} "
             f"(naive {best.metrics['naive']['mae']:.4f})"
             + (
                 f"; registered {best.registered_name} v{best.registered_version}"
                 if best.registered_name
                 else ""
-            )
+            ),
+            markup=False,
         )
     if as_json:
         print(json.dumps(result.as_json()))
@@ -472,10 +529,15 @@ def predict(
 ) -> None:
     """Forecast the next H steps after the end of a series, or of every series of a panel,
     offline. Series that cannot be forecast are named, with why, and the others forecast."""
+    from forecaster.data.header import check_given_columns
     from forecaster.errors import ConfigError
+    from forecaster.model_uri import check_model_uri
 
     if engine not in ("local", "spark"):
         raise ConfigError(f"--engine {engine!r}: local or spark")
+    check_model_uri(model_uri)  # before MLflow and torch are imported: seconds, not a minute
+    settings = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
+    check_given_columns(settings)
     if output:
         from pipelines.predict import output_format
 
@@ -485,7 +547,6 @@ def predict(
     from pipelines.tracking import connect, resolve_tracking_uri
 
     connect(resolve_tracking_uri(tracking_uri))
-    settings = {**data_settings(data, time_column, target, None), **panel_settings(id_column, None)}
     if engine == "spark":
         from pipelines.spark_predict import forecast_on_spark
 
@@ -521,19 +582,27 @@ SKIPPED_SHOWN = 10
 def compare(
     experiment: Annotated[str, typer.Option()] = "forecasting",
     limit: Annotated[int, typer.Option()] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="print the rows as one JSON document")] = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
-    """The experiment's runs side by side, best selection MAE first (test shown, never ordering)."""
+    """The experiment's runs side by side, best selection MAE first (test shown, never ordering),
+    and the URL of the same comparison in the MLflow UI (its shared view, rewritten here).
+    --json: `{experiment, order_by, runs: [{run_id, model, dataset, lookback, ..., selection_mae,
+    test_mae, seconds, version, status}, ...], view_url}` in the table's order, alone on stdout."""
     import mlflow
 
-    from pipelines.compare import compare_runs, print_comparison
-    from pipelines.shared_view import print_view_url, write_shared_view
+    from pipelines.compare import compare_runs, comparison_json, print_comparison
+    from pipelines.shared_view import print_view_url, view_url, write_shared_view
     from pipelines.tracking import connect, resolve_tracking_uri
 
     uri = connect(resolve_tracking_uri(tracking_uri))
-    print_comparison(experiment, compare_runs(experiment, limit))
+    runs = compare_runs(experiment, limit)  # refuses an unknown experiment
     experiment_id = mlflow.get_experiment_by_name(experiment).experiment_id
     write_shared_view(mlflow.MlflowClient(uri), experiment_id)
+    if as_json:
+        print(json.dumps({**comparison_json(experiment, runs), "view_url": view_url(uri, experiment_id)}))
+        return
+    print_comparison(experiment, runs)
     print_view_url(uri, experiment_id)
 
 
@@ -625,6 +694,7 @@ def promote(
 
 
 @app.command()
+@user_errors
 def datasets() -> None:
     """List the bundled datasets."""
     from forecaster.data.datasets import DATASETS
@@ -664,7 +734,7 @@ def ui(
         "1",  # one person browsing: mlflow's default is 4 uvicorn workers
     ]
     # and no job-execution runner (huey consumers): nothing here submits MLflow server jobs
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    env = {**quiet_environment(os.environ), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     print(f"MLflow UI for {uri} at http://127.0.0.1:{port} (Ctrl-C to stop)", flush=True)
     from pipelines.shared_view import shared_views, view_url
 
@@ -794,6 +864,9 @@ def retrain(
 ) -> None:
     """Retrain the served model's config on its data extended to the latest actuals in the forecast
     log, and register the new version through the promotion gate."""
+    from forecaster.model_uri import check_model_uri
+
+    check_model_uri(model_uri)
     from monitoring.settings import MonitoringSettings
     from pipelines.console import console
     from pipelines.retrain import retrain as run_retrain

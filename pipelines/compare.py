@@ -35,6 +35,25 @@ DECIMALS = {  # fixed per column, so 2.0003 never prints as 2
     "seconds": 1,
 }
 ORDER_BY = "selection MAE"
+RUN_ID = "run_id"
+# --json's keys for the table's columns (the short "run id" is left out: run_id is whole)
+JSON_KEYS = {
+    "model": "model",
+    "dataset": "dataset",
+    "L": "lookback",
+    "H": "horizon",
+    "hidden": "hidden_size",
+    "layers": "layers",
+    "selection MAE": "selection_mae",
+    "naive sel. MAE": "naive_selection_mae",
+    "test MAE": "test_mae",
+    "naive test MAE": "naive_test_mae",
+    "test skill vs naive": "test_skill_vs_naive",
+    "seconds": "seconds",
+    "version": "version",
+    "status": "status",
+    RUN_ID: RUN_ID,
+}
 
 
 def compare_runs(experiment: str, limit: int = 50) -> pd.DataFrame:
@@ -47,13 +66,14 @@ def compare_runs(experiment: str, limit: int = 50) -> pd.DataFrame:
         max_results=limit,
     )
     if runs.empty:
-        return pd.DataFrame(columns=[*COLUMNS.values(), "seconds", "version", "status", "run id"])
+        return pd.DataFrame(columns=[*COLUMNS.values(), "seconds", "version", "status", "run id", RUN_ID])
     view = pd.DataFrame({label: runs.get(column) for column, label in COLUMNS.items()})
     view["seconds"] = (runs["end_time"] - runs["start_time"]).dt.total_seconds()
     aliases: dict[str, dict[str, list[str]]] = {}  # model name -> version -> its aliases
     view["version"] = [registered_as(run_id, aliases) for run_id in runs["run_id"]]
     view["status"] = runs["status"]
     view["run id"] = runs["run_id"].str[:8]
+    view[RUN_ID] = runs["run_id"]  # whole, for --json; the table shows the short one
     return view.sort_values(ORDER_BY, na_position="last", kind="stable").reset_index(drop=True)
 
 
@@ -100,6 +120,7 @@ def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
         name = names.pop()
         runs = runs.assign(version=runs["version"].str.removeprefix(f"{name} "))
         title += f"; versions of {name}"
+    runs = runs.drop(columns=RUN_ID)
     if runs["status"].eq("FINISHED").all():
         runs = runs.drop(columns="status")
     columns = list(runs.columns)
@@ -108,3 +129,26 @@ def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
         for record in runs.itertuples(index=False)
     ]
     table(title, columns, rows)
+
+
+INTEGER_PARAMS = {"lookback", "horizon", "hidden_size", "layers"}  # MLflow stores params as text
+
+
+def json_value(key: str, value: object) -> object:
+    """A cell as JSON has it: NaN and missing as null, numpy numbers as Python's, window and
+    network sizes as the integers they are."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if key in INTEGER_PARAMS and isinstance(value, str) and value.isdigit():
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
+
+
+def comparison_json(experiment: str, runs: pd.DataFrame) -> dict[str, object]:
+    """`forecast compare --json`: the table's rows, in its order, every value unrounded, the run
+    id whole."""
+    rows = [
+        {key: json_value(key, record[column]) for column, key in JSON_KEYS.items()}
+        for record in runs.to_dict("records")
+    ]
+    return {"experiment": experiment, "order_by": "selection_mae", "runs": rows}

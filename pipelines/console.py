@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.table import Table
@@ -20,6 +21,26 @@ def quiet_lightning() -> None:
     its logger back to INFO."""
     for name in LIGHTNING_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def notice(line: str) -> None:
+    """A line about what the command does (resuming, a stale run) on stderr, whole however long:
+    stdout may be a --json document."""
+    errors.print(line, markup=False, soft_wrap=True)
+
+
+@contextmanager
+def human_output_on_stderr(enabled: bool = True) -> Iterator[None]:
+    """With --json, stdout carries the JSON document alone (so `| jq` works): tables, progress
+    and result lines go to stderr meanwhile, and back to stdout after (in-process callers)."""
+    if not enabled:
+        yield
+        return
+    console.stderr = True
+    try:
+        yield
+    finally:
+        console.stderr = False
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -134,6 +134,17 @@ def prune(client: mlflow.MlflowClient, store: ArtifactRepository, run_id: str, a
         warnings.warn(f"could not delete the superseded checkpoint {artifact_path}: {error}", stacklevel=2)
 
 
+def resuming_line(run: Run, epochs: int) -> str:
+    """What ``--resume`` says before it trains: the run and where its last checkpoint leaves it."""
+    done = run.data.tags.get(EPOCHS_TAG)  # set with checkpoint.last, once its upload returned
+    where = (
+        f"from epoch {done} of {epochs} (its last checkpoint)"
+        if done is not None
+        else f"from the start, epoch 0 of {epochs}: it was stopped before its first checkpoint"
+    )
+    return f"resuming run {run.info.run_id} ({run.info.run_name}) {where}"
+
+
 def process_tags() -> dict[str, str]:
     """Who trains the run, so a run left RUNNING by a dead process can be told from a live one."""
     now = time.time()

@@ -167,7 +167,9 @@ def run_sweep(
             try:
                 forecast_config = config.forecast_config()
                 prepared = prepare(series, forecast_config)
-                trained = train_model(forecast_config, prepared, callbacks=[OptunaPruning(trial)])
+                trained = train_model(
+                    forecast_config, prepared, callbacks=[OptunaPruning(trial)], progress=not quiet
+                )
             except (optuna.TrialPruned, ConfigError) as exc:
                 mlflow.set_tag("pruned", str(exc))
                 trial.set_user_attr("pruned", str(exc))

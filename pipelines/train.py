@@ -16,7 +16,8 @@ from forecaster.data.source import load_from_config
 from forecaster.evaluation import MODEL, evaluate
 from forecaster.training import train_model
 from pipelines.config import RunConfig
-from pipelines.console import quiet_lightning
+from pipelines.console import notice, quiet_lightning
+from pipelines.interrupts import naming_run
 from pipelines.logger import EpochMLFlowLogger
 from pipelines.logging_run import (
     log_baseline_runs,
@@ -34,6 +35,7 @@ from pipelines.resume import (
     logged_steps,
     process_tags,
     publisher,
+    resuming_line,
 )
 from pipelines.shared_view import refresh_after_training
 from pipelines.stale import find_stale_runs, warning_line
@@ -109,11 +111,13 @@ def run_training(
     if resume:
         hold_run(held, client, resume, tracking_uri, resume=True)  # before its state is read
         try:
-            logged = logged_steps(client, check_resumable(client, resume))
+            resumed = check_resumable(client, resume)
+            logged = logged_steps(client, resumed)
         except BaseException:
             held.close()  # a run that cannot be resumed is not kept locked
             raise
         start = {"run_id": resume}
+        notice(resuming_line(resumed, config.train.epochs))
     else:
         warn_about_stale_runs(client, experiment_id)
         logged = {}
@@ -131,6 +135,7 @@ def run_training(
         held,
         mlflow.start_run(**start) as run,
         checkpoint_directory(resume, tracking_uri) as (directory, found),
+        naming_run(run.info.run_id, run_name),  # a Ctrl-C from here on names the run to resume
     ):
         run_id = run.info.run_id
         if not resume:

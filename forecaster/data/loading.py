@@ -172,9 +172,14 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 
 def _check_columns(raw: pd.DataFrame, path: Path, needed: list[str]) -> None:
-    missing = [c for c in needed if c not in raw.columns]
+    check_columns(list(raw.columns), path, needed)
+
+
+def check_columns(columns: list[str], path: Path, needed: list[str]) -> None:
+    """Every ``needed`` column is among ``columns`` (the file's), or one error naming them all."""
+    missing = [c for c in needed if c not in columns]
     if missing:
-        available = ", ".join(map(str, raw.columns))
+        available = ", ".join(map(str, columns))
         raise DataError(f"{path}: column(s) {missing} not found; available columns: {available}")
 
 

@@ -9,12 +9,16 @@ from forecaster.data.panel import LoadedPanel, load_panel
 from forecaster.errors import DataError
 
 
-def load_from_config(config: DataConfig, skip_bad_series: bool = False) -> LoadedSeries | LoadedPanel:
-    """Settings given explicitly win over the bundled dataset's; the dataset fills the rest. With
-    ``id_column`` the file is long-format: a panel of series (with ``skip_bad_series``, those that
-    break a rule are left out, named in its ``skipped``)."""
+def source_settings(config: DataConfig) -> dict:
+    """What ``config`` reads, the bundled dataset filling what is not given: the loader's
+    arguments (and ``id_column``); the header check (forecaster/data/header.py) reads the same."""
     spec = None if config.dataset is None else get_dataset(config.dataset)
-    settings = dict(
+    if config.id_column is None and spec is not None and spec.id_column is not None:
+        raise DataError(
+            f"dataset {spec.name!r} holds several series (long format): set data.id_column: "
+            f"{spec.id_column} (--id-column {spec.id_column}) to train one model across them"
+        )
+    return dict(
         path=config.path or spec.path,
         time_column=config.time_column or (spec.time_column if spec else None),
         target=config.target or (spec.target if spec else None),
@@ -25,11 +29,13 @@ def load_from_config(config: DataConfig, skip_bad_series: bool = False) -> Loade
         future_covariates=config.future_covariates,
         timezone=config.timezone,
     )
+
+
+def load_from_config(config: DataConfig, skip_bad_series: bool = False) -> LoadedSeries | LoadedPanel:
+    """Settings given explicitly win over the bundled dataset's; the dataset fills the rest. With
+    ``id_column`` the file is long-format: a panel of series (with ``skip_bad_series``, those that
+    break a rule are left out, named in its ``skipped``)."""
+    settings = source_settings(config)
     if config.id_column is None:
-        if spec is not None and spec.id_column is not None:
-            raise DataError(
-                f"dataset {spec.name!r} holds several series (long format): set data.id_column: "
-                f"{spec.id_column} (--id-column {spec.id_column}) to train one model across them"
-            )
         return load_series(**settings)
     return load_panel(id_column=config.id_column, skip_bad_series=skip_bad_series, **settings)
