@@ -135,12 +135,10 @@ def session_processes(session: int) -> list[int]:
     return alive
 
 
-GRACE_S = 10.0  # a server's helper (multiprocessing's resource tracker, say) may outlive it briefly
-
-
-def stragglers(session: int) -> list[int]:
-    """The session's processes still alive ``GRACE_S`` after its bash ended."""
-    deadline = time.monotonic() + GRACE_S
+def stragglers(session: int, grace: float) -> list[int]:
+    """The session's processes still alive ``grace`` seconds after its bash ended (a server's
+    helper, multiprocessing's resource tracker say, may outlive it by a moment)."""
+    deadline = time.monotonic() + grace
     while (alive := session_processes(session)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return alive
@@ -166,40 +164,44 @@ def without_flags(code: str, flags: list[str]) -> str:
     return code
 
 
-def run_block(block: Block, copy: Path, timeout: float, drop: list[str]) -> Result:
+def run_block(block: Block, copy: Path, timeout: float, drop: list[str], grace: float = 10.0) -> Result:
     busy = sorted(p for p in block.ports if listening(p))
     if busy:
         return Result(block.line, 0.0, -1, [f"port(s) {busy} already in use before the block ran"])
     script = "set -euo pipefail\n" + without_flags(block.code, drop)
     started = time.perf_counter()
-    process = subprocess.Popen(
-        ["bash", "-c", script],
-        cwd=copy,
-        env=block_environment(copy),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its session id is its pid: what it leaves behind is findable
-        text=True,
-    )
     problems: list[str] = []
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        problems.append(f"still running after {timeout:.0f} s")
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-    seconds = time.perf_counter() - started
-    leftover = stragglers(process.pid)
-    if leftover:
-        described = ", ".join(f"{pid} ({command_line(pid)})" for pid in leftover)
-        problems.append(f"processes still running {GRACE_S:.0f} s after the block: {described} (killed)")
-        for pid in leftover:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    open_ports = sorted(p for p in block.ports if listening(p))
-    if open_ports:
-        problems.append(f"port(s) {open_ports} still listening after the block")
+    # output to a file, not a pipe: a server the block leaves running would hold a pipe open, and
+    # the block ends when its bash does
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=copy,
+            env=block_environment(copy),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its session id is its pid: what it leaves behind is findable
+        )
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            problems.append(f"still running after {timeout:.0f} s")
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        seconds = time.perf_counter() - started
+        leftover = stragglers(process.pid, grace)
+        open_ports = sorted(p for p in block.ports if listening(p))
+        if leftover:
+            described = ", ".join(f"{pid} ({command_line(pid)})" for pid in leftover)
+            problems.append(f"processes still running {grace:.0f} s after the block: {described} (killed)")
+            for pid in leftover:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if open_ports:
+            problems.append(f"port(s) {open_ports} still listening after the block")
+        log.seek(0)
+        output = log.read()
     return Result(block.line, seconds, process.returncode, problems, output)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.readme_blocks import Block, bash_blocks, fenced_blocks, run_readme
+from tests.readme_blocks import Block, bash_blocks, fenced_blocks, run_block, run_readme
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -142,6 +142,22 @@ def test_the_runner_sees_every_block_and_what_each_one_listens_on():
     assert [b.line for b in runnable] == [10]
     assert runnable[0].ports == {5001, 8000}
     assert Block(1, "bash", "make demo  # comment\n").is_setup
+
+
+def test_the_runner_fails_a_block_that_fails_or_leaves_a_process_behind(tmp_path):
+    failed = run_block(Block(1, "bash", "false\necho never\n"), tmp_path, timeout=30, drop=[], grace=0.5)
+    assert failed.returncode == 1 and "never" not in failed.output
+    left = run_block(Block(2, "bash", "sleep 30 &\n"), tmp_path, timeout=30, drop=[], grace=0.5)
+    assert left.returncode == 0 and not left.ok
+    assert "sleep 30" in left.problems[0], left.problems
+    clean = run_block(
+        Block(3, "bash", "sleep 30 &\nPID=$!\nkill $PID; wait $PID || [ $? -eq 143 ]\n"),
+        tmp_path,
+        timeout=30,
+        drop=[],
+        grace=0.5,
+    )
+    assert clean.ok, (clean.problems, clean.output)
 
 
 @pytest.mark.slow
