@@ -29,8 +29,10 @@ TRACKED_ROOTS = (
     "docs",
 )
 REPO_PATH = re.compile(rf"(?<![\w./:-])((?:{'|'.join(TRACKED_ROOTS)})/[\w./-]*[\w/])")
-# options other branches of issue 32 add; named in prose only, so no block depends on them yet
+# what issue 32's other branches added on main after this branch left it: named in prose only (no
+# block depends on them); redundant, and harmless, once this branch and main are merged
 PENDING_OPTIONS = {"--allow-worse-than-naive"}
+PENDING_PATHS = {"pipelines/shared_view.py", "tests/pipelines/test_interrupts.py"}
 
 
 def page_text(page: Path) -> str:
@@ -106,7 +108,7 @@ def test_named_configs_paths_and_datasets_exist(page):
     from forecaster.data.datasets import DATASETS
 
     text = page_text(page)
-    for path in set(REPO_PATH.findall(text)):
+    for path in set(REPO_PATH.findall(text)) - PENDING_PATHS:
         assert (REPO / path).exists(), f"{page.name} names {path}, which is not in the repository"
     for config in set(re.findall(r"(?<![\w/.-])([\w-]+\.yaml)\b", text)):
         if config.startswith(("docker-compose", "secrets.example")) or config == "config.yaml":
