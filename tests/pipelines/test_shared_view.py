@@ -99,6 +99,9 @@ def test_the_url_points_at_the_ui_serving_the_store():
     assert view_url("sqlite:///mlflow.db", "7") == f"http://127.0.0.1:5000/{fragment_url}"
     assert view_url("sqlite:///mlflow.db", "7", port=5111) == f"http://127.0.0.1:5111/{fragment_url}"
     assert view_url("https://mlflow.example.org/", "7") == f"https://mlflow.example.org/{fragment_url}"
+    # a tracking server's credentials are never printed with the address
+    with_password = view_url("https://alice:s3cret@mlflow.example.org:8443/mlflow/", "7")
+    assert with_password == f"https://mlflow.example.org:8443/mlflow/{fragment_url}"
 
 
 def test_forecast_ui_lists_views_without_creating_a_missing_store(tmp_path):
