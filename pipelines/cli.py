@@ -598,13 +598,14 @@ def compare(
     import mlflow
 
     from pipelines.compare import compare_runs, comparison_json, print_comparison
-    from pipelines.shared_view import print_view_url, view_url, write_shared_view
+    from pipelines.shared_view import print_view_url, refresh_after_training, view_url
     from pipelines.tracking import connect, resolve_tracking_uri
 
     uri = connect(resolve_tracking_uri(tracking_uri))
     runs = compare_runs(experiment, limit)  # refuses an unknown experiment
     experiment_id = mlflow.get_experiment_by_name(experiment).experiment_id
-    write_shared_view(mlflow.MlflowClient(uri), experiment_id)
+    # a store this user may only read (a tracking server's READ permission) still compares
+    refresh_after_training(mlflow.MlflowClient(uri), experiment_id)
     if as_json:
         print_json({**comparison_json(experiment, runs), "view_url": view_url(uri, experiment_id)})
         return

@@ -168,8 +168,9 @@ def print_view_url(tracking_uri: str, experiment_id: str) -> None:
 
 
 def refresh_after_training(client: mlflow.MlflowClient, experiment_id: str) -> None:
-    """The view after a finished run. One that cannot be written (a store refusing experiment
-    tags) costs a warning line, never the run just trained: `forecast compare` writes it again."""
+    """The view after a finished run, or for `forecast compare`. One that cannot be written (a
+    store refusing experiment tags, a user who may only read) costs a warning line, never the run
+    just trained nor the comparison: the next training or compare writes it again."""
     try:
         write_shared_view(client, experiment_id)
     except MlflowException as exc:

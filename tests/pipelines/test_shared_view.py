@@ -9,6 +9,8 @@ import json
 import os
 
 import mlflow
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import PERMISSION_DENIED
 
 from pipelines.shared_view import (
     SHARE_KEY,
@@ -125,3 +127,18 @@ def test_forecast_ui_prints_each_view_on_its_port(tmp_path, monkeypatch):
     result = forecast("ui", "--port", "5111", "--tracking-uri", uri)
     assert result.exit_code == 0, result.output
     assert f"demo: runs compared at {view_url(uri, experiment_id, port=5111)}" in result.stdout
+
+
+def test_compare_on_a_store_refusing_the_view_still_compares(tracking_uri, monkeypatch):
+    """A user who may only read the store (a tracking server's READ permission) still gets the
+    table: the view that cannot be written costs a warning line."""
+    mlflow.MlflowClient(tracking_uri).create_experiment("read-only")
+
+    def refuse(*args, **kwargs):
+        raise MlflowException("Permission denied", error_code=PERMISSION_DENIED)
+
+    monkeypatch.setattr(mlflow.MlflowClient, "set_experiment_tag", refuse)
+    result = forecast("compare", "--experiment", "read-only", "--tracking-uri", tracking_uri)
+    assert result.exit_code == 0, result.output
+    assert "experiment 'read-only'" in result.stdout
+    assert "comparison view was not updated" in result.stderr
