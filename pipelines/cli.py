@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import shutil
@@ -113,6 +112,13 @@ def run_for_user(command, *args: Any, **kwargs: Any) -> Any:
         errors.print("interrupted", markup=False)  # Lightning's sys.exit(1) after a Ctrl-C in fit
         raise typer.Exit(INTERRUPTED_EXIT) from None
     raise typer.Exit(2)
+
+
+def print_json(document: object) -> None:
+    """A --json document on stdout as strict JSON (pipelines/console.print_json)."""
+    from pipelines.console import print_json as print_strict_json
+
+    print_strict_json(document)
 
 
 def data_settings(
@@ -358,7 +364,7 @@ def report_training(outcome: Any, alias: str, as_json: bool) -> None:
             f"{verdict} @{alias}: {promotion.reason}"
         )
     if as_json:
-        print(json.dumps(outcome.as_json()))
+        print_json(outcome.as_json())
 
 
 SERIES_SHOWN = 10  # a panel of more series shows its best, median and worst, not every row
@@ -425,7 +431,7 @@ def evaluate(
         f"{model_uri} on {result['dataset']}: test split, {result['windows']} windows", result["metrics"]
     )
     if as_json:
-        print(json.dumps(result))
+        print_json(result)
 
 
 @app.command()
@@ -451,7 +457,7 @@ def backtest(
 
     result = run_backtest(run_config, folds, connect(resolve_tracking_uri(tracking_uri)), quiet=quiet)
     if as_json:
-        print(json.dumps(result))
+        print_json(result)
 
 
 @app.command()
@@ -503,7 +509,7 @@ def sweep(
             markup=False,
         )
     if as_json:
-        print(json.dumps(result.as_json()))
+        print_json(result.as_json())
 
 
 @app.command()
@@ -592,15 +598,16 @@ def compare(
     import mlflow
 
     from pipelines.compare import compare_runs, comparison_json, print_comparison
-    from pipelines.shared_view import print_view_url, view_url, write_shared_view
+    from pipelines.shared_view import print_view_url, refresh_after_training, view_url
     from pipelines.tracking import connect, resolve_tracking_uri
 
     uri = connect(resolve_tracking_uri(tracking_uri))
     runs = compare_runs(experiment, limit)  # refuses an unknown experiment
     experiment_id = mlflow.get_experiment_by_name(experiment).experiment_id
-    write_shared_view(mlflow.MlflowClient(uri), experiment_id)
+    # a store this user may only read (a tracking server's READ permission) still compares
+    refresh_after_training(mlflow.MlflowClient(uri), experiment_id)
     if as_json:
-        print(json.dumps({**comparison_json(experiment, runs), "view_url": view_url(uri, experiment_id)}))
+        print_json({**comparison_json(experiment, runs), "view_url": view_url(uri, experiment_id)})
         return
     print_comparison(experiment, runs)
     print_view_url(uri, experiment_id)
@@ -821,7 +828,7 @@ def monitor(
     url = forecast_log_url(forecast_log)
     document = read_monitor(url, MonitoringSettings(), window, series_id=series_id)
     if as_json:
-        print(json.dumps(document))
+        print_json(document)
         return
     print_monitor(document, redact(url) or "")
 
@@ -899,7 +906,7 @@ def retrain(
         )
         report_training(result.outcome, result.model_uri.rsplit("@", 1)[1], as_json=False)
     if as_json:
-        print(json.dumps(result.as_json()))
+        print_json(result.as_json())
 
 
 @contextlib.contextmanager

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -27,6 +29,23 @@ def notice(line: str) -> None:
     """A line about what the command does (resuming, a stale run) on stderr, whole however long:
     stdout may be a --json document."""
     errors.print(line, markup=False, soft_wrap=True)
+
+
+def finite(document: object) -> object:
+    """``document`` with every NaN or infinite float as None (a flat series' MASE is NaN, a skill
+    over a zero naive MAE infinite): JSON has neither, and ``jq`` refuses Python's ``NaN``."""
+    if isinstance(document, dict):
+        return {key: finite(value) for key, value in document.items()}
+    if isinstance(document, list | tuple):
+        return [finite(value) for value in document]
+    if isinstance(document, float) and not math.isfinite(document):
+        return None
+    return document
+
+
+def print_json(document: object) -> None:
+    """A command's --json document, alone on stdout, as strict JSON (NaN and infinities null)."""
+    print(json.dumps(finite(document), allow_nan=False), flush=True)
 
 
 @contextmanager

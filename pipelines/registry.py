@@ -152,7 +152,8 @@ def _promote(
     if not (better or force):
         found.reason = f"MAE {figures} on the {window}: not lower (the test split decides nothing)"
         return found
-    if candidate_mae >= naive_mae and not (allow_worse_than_naive or force):
+    below_naive = candidate_mae < naive_mae  # False for a NaN MAE (a diverged network), as wanted
+    if not below_naive and not (allow_worse_than_naive or force):
         found.reason = naive_refusal(candidate_mae, naive_mae, window, alias)
         return found
     mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
@@ -161,7 +162,7 @@ def _promote(
         found.reason = f"@{alias} had no holder; MAE on the {window}: {figures}"
     else:
         found.reason = f"{'forced' if force and not better else 'lower MAE'} on the {window}: {figures}"
-    if candidate_mae >= naive_mae:
+    if not below_naive:
         found.reason += "; not below naive, allowed"
     return found
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextlib import suppress
 
 import mlflow
+from mlflow.entities import LifecycleStage
 from mlflow.exceptions import MlflowException
 
 from pipelines.compare import registered_as
@@ -28,13 +29,21 @@ def retag_versions(name: str, versions: list[str]) -> None:
 
 
 def retag_run(client: mlflow.MlflowClient, run_id: str) -> None:
+    """A deleted run is left as it is: MLflow refuses tags on it (and one removed for good has
+    none), and the alias has moved already, so the promotion must not fail over its run's label."""
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        return  # deleted for good (`mlflow gc`) while its version stays registered
+    if run.info.lifecycle_stage != LifecycleStage.ACTIVE:
+        return
     label = registered_as(run_id, {})
     if label is None:
         return
     client.set_tag(run_id, REGISTERED_TAG, label)
     if holds_an_alias(label):
         client.set_tag(run_id, PROMOTED_TAG, "True")
-    elif PROMOTED_TAG in client.get_run(run_id).data.tags:
+    elif PROMOTED_TAG in run.data.tags:
         with suppress(MlflowException):  # deleted meanwhile by another promotion: as wanted
             client.delete_tag(run_id, PROMOTED_TAG)
 

@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import mlflow
 from mlflow.exceptions import MlflowException
@@ -143,9 +144,13 @@ def write_shared_view(client: mlflow.MlflowClient, experiment_id: str) -> str:
 
 
 def ui_root(tracking_uri: str, port: int = 5000) -> str:
-    """Where the UI answers: the tracking server itself, else `forecast ui` on loopback."""
+    """Where the UI answers: the tracking server itself, else `forecast ui` on loopback. A server's
+    credentials (``https://user:token@host``) stay out: the address is printed, and a browser
+    signs in on its own."""
     if tracking_uri.startswith(("http://", "https://")):
-        return tracking_uri.rstrip("/")
+        parts = urlsplit(tracking_uri)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", "")).rstrip("/")
     return f"http://127.0.0.1:{port}"
 
 
@@ -163,8 +168,9 @@ def print_view_url(tracking_uri: str, experiment_id: str) -> None:
 
 
 def refresh_after_training(client: mlflow.MlflowClient, experiment_id: str) -> None:
-    """The view after a finished run. One that cannot be written (a store refusing experiment
-    tags) costs a warning line, never the run just trained: `forecast compare` writes it again."""
+    """The view after a finished run, or for `forecast compare`. One that cannot be written (a
+    store refusing experiment tags, a user who may only read) costs a warning line, never the run
+    just trained nor the comparison: the next training or compare writes it again."""
     try:
         write_shared_view(client, experiment_id)
     except MlflowException as exc:

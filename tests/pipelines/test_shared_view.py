@@ -9,6 +9,8 @@ import json
 import os
 
 import mlflow
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import PERMISSION_DENIED
 
 from pipelines.shared_view import (
     SHARE_KEY,
@@ -99,6 +101,9 @@ def test_the_url_points_at_the_ui_serving_the_store():
     assert view_url("sqlite:///mlflow.db", "7") == f"http://127.0.0.1:5000/{fragment_url}"
     assert view_url("sqlite:///mlflow.db", "7", port=5111) == f"http://127.0.0.1:5111/{fragment_url}"
     assert view_url("https://mlflow.example.org/", "7") == f"https://mlflow.example.org/{fragment_url}"
+    # a tracking server's credentials are never printed with the address
+    with_password = view_url("https://alice:s3cret@mlflow.example.org:8443/mlflow/", "7")
+    assert with_password == f"https://mlflow.example.org:8443/mlflow/{fragment_url}"
 
 
 def test_forecast_ui_lists_views_without_creating_a_missing_store(tmp_path):
@@ -122,3 +127,18 @@ def test_forecast_ui_prints_each_view_on_its_port(tmp_path, monkeypatch):
     result = forecast("ui", "--port", "5111", "--tracking-uri", uri)
     assert result.exit_code == 0, result.output
     assert f"demo: runs compared at {view_url(uri, experiment_id, port=5111)}" in result.stdout
+
+
+def test_compare_on_a_store_refusing_the_view_still_compares(tracking_uri, monkeypatch):
+    """A user who may only read the store (a tracking server's READ permission) still gets the
+    table: the view that cannot be written costs a warning line."""
+    mlflow.MlflowClient(tracking_uri).create_experiment("read-only")
+
+    def refuse(*args, **kwargs):
+        raise MlflowException("Permission denied", error_code=PERMISSION_DENIED)
+
+    monkeypatch.setattr(mlflow.MlflowClient, "set_experiment_tag", refuse)
+    result = forecast("compare", "--experiment", "read-only", "--tracking-uri", tracking_uri)
+    assert result.exit_code == 0, result.output
+    assert "experiment 'read-only'" in result.stdout
+    assert "comparison view was not updated" in result.stderr

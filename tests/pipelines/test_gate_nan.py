@@ -1,0 +1,41 @@
+"""A model whose selection MAE is NaN (a diverged network forecasts NaN) is not below naive: the
+gate refuses it the alias, even when the name has no holder, instead of reading NaN >= naive as
+False and promoting it."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from pipelines import registry
+
+
+@pytest.fixture
+def gate(monkeypatch):
+    """_promote with the model's and naive's selection MAE given, no MLflow behind it."""
+    moved: list[str] = []
+    monkeypatch.setattr(registry, "load_predictor", lambda uri: SimpleNamespace(config=None))
+    monkeypatch.setattr(registry, "prepared_for", lambda config, predictor: None)
+    monkeypatch.setattr(registry, "window_words", lambda prepared, split: "selection window")
+    client = SimpleNamespace(set_registered_model_alias=lambda name, alias, version: moved.append(version))
+    monkeypatch.setattr(registry.mlflow, "MlflowClient", lambda: client)
+
+    def decide(model_mae: float, naive_mae: float, allow: bool = False):
+        scores = {"model": {"mae": model_mae}, "naive": {"mae": naive_mae}}
+        monkeypatch.setattr(registry, "evaluate", lambda *args: SimpleNamespace(metrics=scores))
+        return registry._promote("m", "1", "champion", None, False, allow), moved
+
+    return decide
+
+
+def test_a_nan_selection_mae_gets_no_alias(gate):
+    decision, moved = gate(math.nan, 1.0)
+    assert not decision.promoted and moved == []
+    assert "--allow-worse-than-naive" in decision.reason
+
+
+def test_a_model_below_naive_still_takes_an_empty_alias(gate):
+    decision, moved = gate(0.5, 1.0)
+    assert decision.promoted and moved == ["1"]
