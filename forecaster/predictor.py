@@ -42,6 +42,7 @@ class Prediction:
     attention: np.ndarray | None = None  # (N, H, L)
     future_times: np.ndarray | None = None  # (N, H) datetime64, when timestamps were given
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H), original units
+    spread: np.ndarray | None = None  # (N,) the target's scale per window: what float32 is relative to
 
 
 class Predictor:
@@ -177,7 +178,8 @@ class Predictor:
             attention = np.concatenate(weights) if weights else None
         mean = np.concatenate(means) if means else np.empty((0, self.horizon))
         native = np.concatenate(quantiles) if quantiles and quantiles[0] is not None else None
-        return Prediction(mean, attention, future_times, self._quantiles(mean, native, past[:, :, 0]))
+        quantiles = self._quantiles(mean, native, past[:, :, 0])
+        return Prediction(mean, attention, future_times, quantiles, np.asarray(spread)[:, 0, 0])
 
     def _quantiles(
         self, mean: np.ndarray, native: np.ndarray | None, past_target: np.ndarray

@@ -319,6 +319,7 @@ def forward(model: LoadedModel, jobs: list[Job]) -> list[Prediction]:
             if prediction.attention is None or not job.attention
             else prediction.attention[lo:hi],
             quantiles={q: bound[lo:hi] for q, bound in prediction.quantiles.items()},
+            spread=None if prediction.spread is None else prediction.spread[lo:hi],
         )
         for job, lo, hi in zip(jobs, bounds[:-1], bounds[1:], strict=True)
     ]

@@ -242,9 +242,18 @@ def out_of_the_collectors_way() -> None:
     gc.freeze()
 
 
-def not_ready_reason(store: ModelStore) -> str:
-    """Why no model is served, in words (never the raw error: it may quote URIs and paths)."""
+def not_ready_reason(store: ModelStore, public: bool = False) -> str:
+    """Why no model is served, in words (never the raw error: it may quote URIs and paths).
+    ``public``: for an unauthenticated caller of a service that has an API key, which learns the
+    reason but not where the model and the store live (host, database, file path): those are
+    for the log and for callers holding the key."""
     reason = store.status.reason or "the model is still loading"
+    if public:
+        for location, named in (
+            (redact(store.model_uri), "the configured MODEL_URI"),
+            (redact(store.tracking_uri), "the configured tracking store"),
+        ):
+            reason = reason.replace(location, named)
     return f"no model is loaded yet: {reason}; retrying"
 
 

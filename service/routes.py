@@ -130,7 +130,10 @@ async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONRes
     monitor = monitor_health(request.app.state.shared_monitor)
     if model is None:
         body = Readiness(
-            status="not ready", reason=not_ready_reason(store), forecast_log=log_health, monitor=monitor
+            status="not ready",
+            reason=not_ready_reason(store, public=request.app.state.settings.api_key is not None),
+            forecast_log=log_health,
+            monitor=monitor,
         )
         return JSONResponse(readiness(body), status_code=503, headers={"Retry-After": "5"})
     if not batcher.alive:

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.main import create_app
-from service.responses import float32_digits
+from service.responses import network_digits
 from service.settings import ServiceSettings
 
 
@@ -20,13 +20,23 @@ def client(tmp_path) -> TestClient:
     return TestClient(create_app(settings))
 
 
-def test_forecasts_are_written_with_float32_digits_not_float64_noise():
-    values = np.array([[12.345678901234, -0.1 / 3, 123456.789012, 1e-8 / 3]])
-    written = orjson.loads(orjson.dumps({"v": float32_digits(values)}, option=orjson.OPT_SERIALIZE_NUMPY))[
-        "v"
-    ]
-    assert written == [[12.345679, -0.033333335, 123456.79, 3.3333334e-09]]
-    np.testing.assert_allclose(written, values, rtol=1e-7)  # float32's precision, nothing lost beyond
+def written(values: np.ndarray, spread: np.ndarray | None) -> list[list[float]]:
+    return orjson.loads(
+        orjson.dumps({"v": network_digits(values, spread)}, option=orjson.OPT_SERIALIZE_NUMPY)
+    )["v"]
+
+
+def test_forecasts_are_written_with_the_networks_digits_not_float64_noise():
+    values = np.array([[12.345678901234, -0.1 / 3], [123456.789012, 123457.0]])
+    # float32 on the z-scored scale resolves about 1e-6 of the spread: 6 decimals at a spread of 4
+    assert written(values, np.array([4.0, 400.0])) == [[12.345679, -0.033333], [123456.7890, 123457.0]]
+    assert written(values, None) == [[12.345679, -0.033333335], [123456.79, 123457.0]]  # float32's own
+
+
+def test_a_high_level_with_a_small_spread_keeps_the_units_the_network_resolved():
+    # float32 of the value itself would answer 123456792: 3 units off on a series that moves by 1
+    assert written(np.array([[123456789.123456]]), np.array([1.0])) == [[123456789.123456]]
+    assert written(np.array([[0.000123456789]]), np.array([1e-4])) == [[0.0001234568]]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from service.model_store import ModelStore
+from service.model_store import ModelStore, not_ready_reason
 from service.registry_store import NoStoreError
 from tests.conftest import REPO, free_port
 from tests.servers import running
@@ -39,6 +39,17 @@ def test_a_missing_sqlite_store_is_reported_not_created(tmp_path):
         f"no model at {MODEL} in the tracking store sqlite:///{tmp_path / 'absent.db'}" in store.status.reason
     )
     assert "does not exist" in store.status.reason and HOW in store.status.reason
+
+
+def test_behind_an_api_key_the_public_reason_hides_where_the_model_and_store_live(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'absent.db'}"
+    store = ModelStore(uri, MODEL, "cpu", "float32")
+    with pytest.raises(NoStoreError):
+        store.refresh()
+    public = not_ready_reason(store, public=True)
+    assert uri not in public and MODEL not in public and str(tmp_path) not in public, public
+    assert "the configured MODEL_URI" in public and HOW in public  # still says what to do
+    assert uri in not_ready_reason(store) and MODEL in not_ready_reason(store)  # for the log, the key holder
 
 
 @pytest.mark.slow  # starts a server process
