@@ -866,6 +866,7 @@ def retrain(
         str, typer.Option(help="where the extended series is written and kept")
     ] = "retrain-data",
     as_json: Annotated[bool, typer.Option("--json", help="end with one JSON line")] = False,
+    allow_worse_than_naive: AllowWorseThanNaive = False,
     quiet: Quiet = False,
     tracking_uri: TrackingUri = None,
 ) -> None:
@@ -891,6 +892,7 @@ def retrain(
         data_dir=data_dir,
         overrides=overrides,
         quiet=quiet,
+        allow_worse_than_naive=allow_worse_than_naive,
     )
     reasons = "; ".join(result.reasons)
     status = f"{result.model_uri} (version {result.version}): {result.status}" + (

@@ -89,6 +89,7 @@ def retrain(
     data_dir: str | Path = "retrain-data",
     overrides: list[str] | None = None,
     quiet: bool = False,
+    allow_worse_than_naive: bool = False,
 ) -> Retraining:
     alias = ALIAS_URI.match(model_uri)
     if alias is None:
@@ -118,7 +119,7 @@ def retrain(
     path = write_series(extended, target, Path(data_dir), f"{resolved.name}-v{resolved.version}-{series_id}")
     config = retrain_config(predictor.config.model_dump(mode="json"), path, target, predictor.frequency)
     config["data"]["timezone"] = predictor.clock  # the written times are wall times on it: keep it
-    config = with_settings(config, split, overrides, resolved.name, alias["alias"])
+    config = with_settings(config, split, overrides, resolved.name, alias["alias"], allow_worse_than_naive)
     result.retrained = True
     result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest)
     result.outcome = run_training(config, tracking_uri, quiet=quiet)
@@ -148,6 +149,7 @@ def with_settings(
     overrides: list[str] | None,
     name: str,
     alias: str,
+    allow_worse_than_naive: bool = False,
 ) -> RunConfig:
     if config["split"].get("val_start") is not None and not split:
         raise ConfigError(
@@ -158,7 +160,14 @@ def with_settings(
         config["split"] = {**config["split"], **split, "val_start": None, "test_start": None, "end": None}
     for assignment in overrides or []:  # --set model.hidden_size=64, as `forecast train` takes them
         apply_override(config, assignment)
-    tracking = {"experiment": "retrain", "registered_model": name, "alias": alias}
+    tracking = {
+        "experiment": "retrain",
+        "registered_model": name,
+        "alias": alias,
+        # the gate's naive bar holds for a retrain too unless this retrain waives it (the served
+        # model's own waiver, if it had one, is not inherited)
+        "allow_worse_than_naive": allow_worse_than_naive,
+    }
     try:
         return RunConfig.model_validate({**config, "tracking": tracking})
     except Exception as exc:  # pydantic's ValidationError: one line
