@@ -6,7 +6,8 @@ opens it from ``#/experiments/<id>/runs?viewStateShareKey=forecast-compare``: th
 the model runs only (``tags.role = 'model'``: the baselines' nested runs carry the same metric
 names and would be rows of their own once the table is ordered by a metric, which un-nests it),
 best selection MAE first, family, selection and test MAE beside the baselines', skill, interval
-coverage and the registered version as columns, and a chart view with one bar chart per figure.
+coverage and the registered version as columns, and a chart view: test MAE beside each baseline's
+per run in one grouped bar chart, then one bar chart per figure.
 Only metrics the experiment's model runs log get a column or chart: no empty columns."""
 
 from __future__ import annotations
@@ -77,6 +78,20 @@ def bar_chart(metric: str, section: str) -> dict[str, object]:
     }
 
 
+def against_baselines_chart(metrics: list[str], section: str) -> dict[str, object] | None:
+    """One grouped bar chart, first: per run, its test MAE beside each baseline's on the same
+    windows (the comparison the project is about), or None when no baseline's is logged."""
+    shown = [m for m in metrics if m == "test_mae" or BASELINE_TEST_MAE.fullmatch(m)]
+    if "test_mae" not in shown or len(shown) < 2:
+        return None
+    return {
+        **bar_chart("test_mae", section),
+        "uuid": f"{SHARE_KEY}-test-mae-vs-baselines",
+        "displayName": "test MAE vs " + ", ".join(m.removesuffix("_test_mae") for m in shown[1:]),
+        "selectedMetricKeys": shown,
+    }
+
+
 def view_state(metrics: list[str]) -> dict[str, object]:
     """The shared view's JSON: search facets plus the UI state the Share button saves."""
     columns = [column("tags", FAMILY_TAG), *(column("metrics", m) for m in metrics)]
@@ -102,7 +117,10 @@ def view_state(metrics: list[str]) -> dict[str, object]:
         "runsHidden": [],
         "runsVisibilityMap": {},
         "runsHiddenMode": "FIRST_10_RUNS",
-        "compareRunCharts": [bar_chart(m, charted) for m in metrics],
+        "compareRunCharts": [
+            *filter(None, [against_baselines_chart(metrics, charted)]),
+            *(bar_chart(m, charted) for m in metrics),
+        ],
         "compareRunSections": sections,
         "viewMaximized": False,
         "runListHidden": False,

@@ -61,7 +61,9 @@ def test_the_view_shows_what_the_model_runs_log_best_selection_mae_first(tmp_pat
     assert view["searchFilter"] == "tags.role = 'model'"  # the baselines' nested runs are no rows
     assert view["runsExpanded"] == {}
     charts = view["compareRunCharts"]
-    assert [(c["type"], c["metricKey"]) for c in charts] == [("BAR", m) for m in metrics]
+    grouped, *single = charts  # first: test MAE beside the baselines', per run
+    assert grouped["type"] == "BAR" and grouped["selectedMetricKeys"] == ["test_mae", "naive_test_mae"]
+    assert [(c["type"], c["metricKey"]) for c in single] == [("BAR", m) for m in metrics]
     shown_section = next(s for s in view["compareRunSections"] if s["display"])
     assert {c["metricSectionId"] for c in charts} == {shown_section["uuid"]}
     assert fragment == (
@@ -71,7 +73,11 @@ def test_the_view_shows_what_the_model_runs_log_best_selection_mae_first(tmp_pat
     # a later run logging more (a seasonal baseline) widens the same view, under the same key
     log_model_run(client, experiment_id, {**logged, "seasonal_naive_test_mae": 2.8})
     assert write_shared_view(client, experiment_id) == fragment
-    assert "metrics.`seasonal_naive_test_mae`" in stored_view(client, experiment_id)["selectedColumns"]
+    widened = stored_view(client, experiment_id)
+    assert "metrics.`seasonal_naive_test_mae`" in widened["selectedColumns"]
+    assert widened["compareRunCharts"][0]["selectedMetricKeys"] == [
+        "test_mae", "naive_test_mae", "seasonal_naive_test_mae"
+    ]  # fmt: skip
 
 
 def test_view_metrics_order_and_nothing_that_was_not_logged():
