@@ -490,7 +490,7 @@ def sweep(
         run_config, trials, connect(resolve_tracking_uri(tracking_uri)), storage, study, quiet=quiet
     )
     best = result.best_run
-    console.print(f"best val MAE {result.best_value:.4f} with {result.best_params}", markup=False)
+    console.print(f"best selection MAE {result.best_value:.4f} with {result.best_params}", markup=False)
     if best is not None:
         console.print(
             f"re-trained best: run {best.run_id}, test MAE {best.metrics['model']['mae']:.4f} "

@@ -63,7 +63,7 @@ def test_sweep_line_per_trial_says_the_best_so_far():
     study.tell(pruned, state=optuna.trial.TrialState.PRUNED)
     first, second, third = study.trials
     assert trial_line(study, second, 2, 20, 4.21) == (
-        "trial 1 [2/20]  val MAE 0.4000 (gru, L=14)  best 0.4000 (trial 1)  4.2 s"
+        "trial 1 [2/20]  selection MAE 0.4000 (gru, L=14)  best 0.4000 (trial 1)  4.2 s"
     )
     assert trial_line(study, third, 3, 20, 1.0) == (
         "trial 2 [3/20]  pruned (pruned at epoch 1)  best 0.4000 (trial 1)  1.0 s"

@@ -132,7 +132,7 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
     # come last) or been found waiting for the worse one's lock. Events, not sleeps: a sleep long
     # enough on an idle machine is too short on a loaded one.
     evaluating, better_went_on = threading.Event(), threading.Event()
-    evaluate, lock = registry.evaluate, registry.promotion_lock
+    evaluate, lock = registry.evaluate_selection, registry.promotion_lock
 
     def held_up_for_the_worse(*args, **kwargs):
         if threading.current_thread().name == "worse":
@@ -158,7 +158,7 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
             if v == better:
                 better_went_on.set()
 
-    monkeypatch.setattr(registry, "evaluate", held_up_for_the_worse)
+    monkeypatch.setattr(registry, "evaluate_selection", held_up_for_the_worse)
     monkeypatch.setattr(registry, "promotion_lock", lock_seen_by_the_test)
     decisions = {}
     threads = [
