@@ -44,7 +44,7 @@ def run_probe(config, std: float) -> dict[str, float]:
     """Train (no MLflow) and score the selection window: MSE on the z-scored scale."""
     from forecaster.data.datamodule import prepare
     from forecaster.data.source import load_from_config
-    from forecaster.evaluation import evaluate
+    from forecaster.selection import evaluate_selection
     from forecaster.training import train_model
 
     forecast_config = config.forecast_config()
@@ -52,7 +52,7 @@ def run_probe(config, std: float) -> dict[str, float]:
     started = time.perf_counter()
     trained = train_model(forecast_config, prepared)
     seconds = time.perf_counter() - started
-    selection = evaluate(trained.predictor, prepared, "selection").metrics
+    selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.selection_folds).metrics
     return {
         "selection_mse": selection["model"]["rmse"] ** 2 / std**2,
         "selection_naive_mse": selection["naive"]["rmse"] ** 2 / std**2,

@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from forecaster.data.clock import valid_zone
 
@@ -93,6 +93,27 @@ class SplitConfig(StrictModel):
         description="share of the validation rows, at their end, that early stopping never sees: "
         "conformal calibration and model selection (promotion, compare) use them",
     )
+    selection_folds: int = Field(
+        1,
+        ge=1,
+        description="k: the selection score (promotion, compare, sweep) is the mean MAE over k "
+        "disjoint folds, each as long as the selection period, laid back from the test split: the "
+        "selection period, then the end of the early-stopping rows (forecaster/selection.py says "
+        "why); 1 = the selection period alone. k folds need k * selection <= 1",
+    )
+
+    @field_validator("selection_folds")
+    @classmethod
+    def _folds_fit_in_validation(cls, folds: int, info: ValidationInfo) -> int:
+        """Each fold is as long as the selection period and none may reach the training rows."""
+        selection = info.data.get("selection")
+        if selection is not None and folds * selection > 1 + 1e-9:
+            raise ValueError(
+                f"{folds} folds as long as the selection period (split.selection {selection} of "
+                f"validation) do not fit in validation: at most {int(1 / selection + 1e-9)}, or lower "
+                "split.selection"
+            )
+        return folds
 
     @model_validator(mode="after")
     def _consistent(self) -> SplitConfig:

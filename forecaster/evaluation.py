@@ -43,6 +43,7 @@ class Evaluation:
     intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
     per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
+    folds: list[Evaluation] = field(default_factory=list)  # a k-fold selection score's, latest first
 
     def skill(self, metric: str = "mae", baseline: str = "naive") -> float:
         """1 - model/baseline: > 0 means the model beats the baseline."""

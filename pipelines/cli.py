@@ -155,7 +155,13 @@ def panel_settings(id_column: str | None, future_covariates: str | None) -> dict
     return settings
 
 
-def model_settings(model: str | None, cell: str | None, bidirectional: bool | None, attention: str | None):
+def model_settings(
+    model: str | None,
+    cell: str | None,
+    bidirectional: bool | None,
+    attention: str | None,
+    decoder: str | None = None,
+):
     settings: dict[str, Any] = {}
     if model == "seq2seq":
         settings["architecture"] = "seq2seq"
@@ -167,7 +173,41 @@ def model_settings(model: str | None, cell: str | None, bidirectional: bool | No
         settings["bidirectional"] = bidirectional
     if attention is not None:
         settings["attention"] = attention
+    if decoder is not None:
+        settings["decoder"] = decoder
     return settings
+
+
+SEGMENT_AT_MOST = 24  # a day of hourly data, the segment the ETT benchmarks train with
+
+
+def default_segment_length(lookback: int, horizon: int) -> int:
+    """The longest segment that divides both L and H, is at most a day of hourly steps and leaves the
+    encoder at least 4 segments to attend over; 0 (step by step) when only 1 would."""
+    fitting = [w for w in range(2, SEGMENT_AT_MOST + 1) if not lookback % w and not horizon % w]
+    fitting = [w for w in fitting if lookback // w >= 4]
+    return max(fitting, default=0)
+
+
+def seq2seq_decoder(model: dict[str, Any], lookback: int, horizon: int) -> dict[str, Any]:
+    """`--model seq2seq`'s model section: the direct decoder, segmenting when the look-back allows
+    (trains in bounded time at any horizon; the step-by-step decoder runs H Python-level steps per
+    batch), unless a decoder was asked for (--decoder, the YAML, --set) or a segment length given."""
+    if model.get("decoder", "direct") != "direct":
+        return model
+    return {"decoder": "direct", "segment_length": default_segment_length(lookback, horizon), **model}
+
+
+def window_of(settings: dict[str, Any]) -> tuple[int, int]:
+    """(L, H) as the settings give them, or the config's defaults; (1, 1), which segments nothing,
+    for values that are not counts (validation then names the field)."""
+    from forecaster.config import WindowConfig
+
+    window = {**WindowConfig().model_dump(), **settings.get("window", {})}
+    try:
+        return int(window["lookback"]), int(window["horizon"])
+    except (TypeError, ValueError):
+        return 1, 1
 
 
 def split_settings(split: str | None) -> dict[str, Any]:
@@ -221,10 +261,20 @@ def train(
     id_column: Annotated[
         str | None, typer.Option(help="long format: the series-id column; one model across all series")
     ] = None,
-    model: Annotated[str | None, typer.Option(help="rnn, lstm, gru or seq2seq")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="rnn, lstm, gru or seq2seq (seq2seq: the direct decoder unless --decoder)"),
+    ] = None,
     cell: Annotated[str | None, typer.Option(help="seq2seq cell: rnn, lstm, gru")] = None,
     bidirectional: Annotated[bool | None, typer.Option("--bidirectional/--unidirectional")] = None,
     attention: Annotated[str | None, typer.Option(help="seq2seq attention: none or bahdanau")] = None,
+    decoder: Annotated[
+        str | None,
+        typer.Option(
+            help="seq2seq decoder: direct (the default of --model seq2seq; segments of a day or less "
+            "when L and H allow) or autoregressive (step by step, feeding back its own prediction)"
+        ),
+    ] = None,
     lookback: Annotated[int | None, typer.Option()] = None,
     horizon: Annotated[int | None, typer.Option()] = None,
     split: Annotated[str | None, typer.Option(help="train,val,test fractions")] = None,
@@ -262,7 +312,7 @@ def train(
     settings = read_yaml(config) if config else {}
     merge(settings, "data", data_settings(data, time_column, target, features))
     merge(settings, "data", panel_settings(id_column, future_covariates))
-    merge(settings, "model", model_settings(model, cell, bidirectional, attention))
+    merge(settings, "model", model_settings(model, cell, bidirectional, attention, decoder))
     if id_column is not None:  # a panel needs window-scaled networks: the default for one
         settings["model"] = {"level_norm": "standard", **settings.get("model", {})}
     merge(settings, "split", split_settings(split))
@@ -297,6 +347,8 @@ def train(
     )
     for assignment in overrides or []:
         apply_override(settings, assignment)
+    if model == "seq2seq" or decoder == "direct":
+        settings["model"] = seq2seq_decoder(settings.get("model", {}), *window_of(settings))
     if "data" not in settings:
         raise ConfigError("give --config FILE or --data DATASET_OR_PATH (see `forecast train --help`)")
     run_config = validate(settings, source=config or "settings")
@@ -312,7 +364,7 @@ def train(
 # train's options that make up a config: --resume takes the run's own, so none of these with it
 TRAIN_SETTINGS = {
     "config", "overrides", "data", "time_column", "target", "features", "future_covariates",
-    "id_column", "model", "cell",
+    "id_column", "model", "cell", "decoder",
     "bidirectional", "attention", "lookback", "horizon", "split", "epochs", "experiment",
     "register", "devices", "num_nodes", "strategy", "accelerator",
 }  # fmt: skip
@@ -496,7 +548,7 @@ def sweep(
         run_config, trials, connect(resolve_tracking_uri(tracking_uri)), storage, study, quiet=quiet
     )
     best = result.best_run
-    console.print(f"best val MAE {result.best_value:.4f} with {result.best_params}", markup=False)
+    console.print(f"best selection MAE {result.best_value:.4f} with {result.best_params}", markup=False)
     if best is not None:
         console.print(
             f"re-trained best: run {best.run_id}, test MAE {best.metrics['model']['mae']:.4f} "

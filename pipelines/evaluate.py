@@ -16,6 +16,7 @@ from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
 from forecaster.evaluation import Evaluation, evaluate
 from forecaster.predictor import Predictor
+from forecaster.selection import evaluate_selection
 from pipelines.logging_run import log_evaluation
 from pipelines.registry import RegistryError, load_predictor
 from pipelines.tracking import ensure_experiment
@@ -95,7 +96,13 @@ def evaluations(
     predictor = load_predictor(model_uri)
     config = config_with_data(predictor, data_config_for(predictor, overrides))
     prepared = prepare(load_from_config(config.data), config)
-    return config, [evaluate(predictor, prepared, split) for split in splits]
+    folds = config.split.selection_folds  # "selection" is the selection score, as training logged it
+    return config, [
+        evaluate_selection(predictor, prepared, folds)
+        if split == "selection"
+        else evaluate(predictor, prepared, split)
+        for split in splits
+    ]
 
 
 def run_evaluation(

@@ -105,7 +105,8 @@ def metric_dict(evaluation: Evaluation, name: str, prefix: str) -> dict[str, flo
 
 
 def headline_metrics(test: Evaluation, selection: Evaluation) -> dict[str, float]:
-    """What a run is compared on: MAE on selection (what models are chosen by) and on test (only
+    """What a run is compared on: MAE on selection (what models are chosen by: with
+    split.selection_folds > 1 the mean over its folds, forecaster/selection.py) and on test (only
     reported), for the model and each baseline on the very same windows, plus test skill."""
     metrics = {"selection_mae": selection.metrics[MODEL]["mae"], "test_mae": test.metrics[MODEL]["mae"]}
     for baseline in test.metrics:
@@ -141,6 +142,9 @@ def log_evaluation(
         for h, share in enumerate(result["coverage_by_step"], start=1):
             mlflow.log_metric(f"test_coverage_{percent}_by_step", float(share), step=h)
     mlflow.log_metrics({k: v for k, v in metrics.items() if k not in headline})
+    for fold, scored in enumerate(selection.folds, start=1):  # k > 1: step 1 is the selection period
+        mlflow.log_metric("selection_mae_by_fold", scored.metrics[MODEL]["mae"], step=fold)
+        mlflow.log_metric("naive_selection_mae_by_fold", scored.metrics["naive"]["mae"], step=fold)
     mlflow.log_metrics(headline, model_id=model_id)
     for h, error in enumerate(test.per_step_mae[MODEL], start=1):
         mlflow.log_metric("test_mae_by_step", float(error), step=h)

@@ -3,8 +3,11 @@ otherwise (CI, docker logs). Either way each epoch ends in one line such as
 
     epoch 3/20  train_loss 0.4123  val_loss 0.3981  best 0.3981 (epoch 3)  patience 5/5  12.3 s
 
-(patience: epochs early stopping still waits for a better val_loss; seconds: that epoch's time).
-Only the global-zero process prints (DDP workers stay silent)."""
+and, while epochs are left, ``~3 min 29 s left (at most)`` (patience: epochs early stopping still
+waits for a better val_loss; seconds: that epoch's time; the time left, from the first epoch on:
+the epochs left to ``train.epochs`` at the mean epoch time so far. "At most": early stopping may
+end sooner, and a user deciding whether to wait needs the bound, not a guess at when patience
+runs out). Only the global-zero process prints (DDP workers stay silent)."""
 
 from __future__ import annotations
 
@@ -35,6 +38,24 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:.4f}"
 
 
+def time_left(epoch_seconds: list[float], epochs_left: int) -> float:
+    """The most the remaining epochs take at the mean epoch time so far (0 when none is left)."""
+    if epochs_left <= 0 or not epoch_seconds:
+        return 0.0
+    return epochs_left * sum(epoch_seconds) / len(epoch_seconds)
+
+
+def duration_words(seconds: float) -> str:
+    """``~12 s``, ``~1 min 40 s``, ``~2 h 5 min``: the precision a wait is planned with."""
+    whole = max(1, round(seconds))
+    if whole < 60:
+        return f"~{whole} s"
+    if whole < 3600:
+        return f"~{whole // 60} min" + (f" {whole % 60} s" if whole % 60 else "")
+    minutes = round(seconds / 60)
+    return f"~{minutes // 60} h {minutes % 60} min"
+
+
 class EpochProgress(ProgressBar):
     """Lightning progress bar callback (it replaces Lightning's own bar)."""
 
@@ -50,6 +71,7 @@ class EpochProgress(ProgressBar):
         self.best: float | None = None
         self.best_epoch: int | None = None
         self._epoch_started = 0.0
+        self._epoch_seconds: list[float] = []  # the epochs this process ran (a resumed run: since then)
         self._progress: Progress | None = None
         self._epochs_task: TaskID | None = None
         self._batches_task: TaskID | None = None
@@ -123,7 +145,12 @@ class EpochProgress(ProgressBar):
         stopper = trainer.early_stopping_callback
         if stopper is not None:
             parts.append(f"patience {stopper.patience - stopper.wait_count}/{stopper.patience}")
-        parts.append(f"{time.perf_counter() - self._epoch_started:.1f} s")
+        seconds = time.perf_counter() - self._epoch_started
+        self._epoch_seconds.append(seconds)
+        parts.append(f"{seconds:.1f} s")
+        left = time_left(self._epoch_seconds, trainer.max_epochs - epoch)
+        if left > 0:
+            parts.append(f"{duration_words(left)} left (at most)")
         return "  ".join(parts)
 
     def _stop(self) -> None:

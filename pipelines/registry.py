@@ -1,8 +1,10 @@
 """Registering models, and moving an alias only when the candidate is better on data no fit saw.
 
 The gate compares candidate and holder on the candidate's selection window (the later part of its
-validation period: early stopping never saw it, see forecaster/data/splitting.py) and refuses when
-the holder was itself fitted or early-stopped on any of those rows. The test split decides nothing.
+validation period: early stopping never saw it, see forecaster/data/splitting.py; with
+split.selection_folds > 1 the mean over its folds, forecaster/selection.py) and refuses when the
+holder was itself fitted or early-stopped on any row of the selection period, or fitted on any row
+of the earlier folds. The test split decides nothing.
 Two trainers promoting at once take turns (pipelines/locks.py, the tracking backend's own
 lock), so the second one compares against whatever the first one left, and the worse one cannot win."""
 
@@ -17,9 +19,10 @@ from mlflow.exceptions import MlflowException
 from forecaster.config import ForecastConfig
 from forecaster.data.datamodule import Prepared, prepare
 from forecaster.data.source import load_from_config
+from forecaster.data.splitting import selection_splits
 from forecaster.errors import ForecasterError
-from forecaster.evaluation import evaluate
 from forecaster.predictor import Predictor
+from forecaster.selection import evaluate_selection
 from pipelines.locks import promotion_lock
 from pipelines.run_tags import retag_versions
 
@@ -66,8 +69,9 @@ def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> Prepared:
 
 
 def selection_mae(data_from: ForecastConfig, predictor: Predictor) -> float:
-    """MAE of ``predictor`` on the selection window of ``data_from``'s data (never test)."""
-    return evaluate(predictor, prepared_for(data_from, predictor), "selection").metrics["model"]["mae"]
+    """The selection score of ``predictor`` on ``data_from``'s data and selection folds (never test)."""
+    prepared = prepared_for(data_from, predictor)
+    return evaluate_selection(predictor, prepared, data_from.split.selection_folds).metrics["model"]["mae"]
 
 
 def split_start(prepared: Prepared, split: str) -> pd.Timestamp:
@@ -75,16 +79,23 @@ def split_start(prepared: Prepared, split: str) -> pd.Timestamp:
     return min(part.series.frame.index[part.borders.rows(split)[0]] for part in prepared.parts)
 
 
-def window_words(prepared: Prepared, split: str) -> str:
-    end = max(part.series.frame.index[part.borders.rows(split)[1] - 1] for part in prepared.parts)
-    windows = sum(len(part.windows(split)) for part in prepared.parts)
-    return f"{split} window {split_start(prepared, split)} to {end} ({windows} windows)"
+def window_words(prepared: Prepared, folds: int = 1) -> str:
+    """The selection window in words: its first and last target timestamps, its folds, windows."""
+    splits = selection_splits(folds)
+    end = max(part.series.frame.index[part.borders.rows("selection")[1] - 1] for part in prepared.parts)
+    windows = sum(len(part.windows(split)) for part in prepared.parts for split in splits)
+    in_folds = f"{folds} folds, " if folds > 1 else ""
+    return f"selection window {split_start(prepared, splits[-1])} to {end} ({in_folds}{windows} windows)"
 
 
-def last_fitted(predictor: Predictor) -> pd.Timestamp:
-    """The last timestamp ``predictor``'s own training or early stopping saw."""
+def last_seen(predictor: Predictor) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The last timestamps ``predictor``'s own training saw, and its training or early stopping."""
     prepared = prepare(load_from_config(predictor.config.data), predictor.config)
-    return max(part.series.frame.index[part.borders.fitted_end - 1] for part in prepared.parts)
+
+    def last(row: str) -> pd.Timestamp:
+        return max(part.series.frame.index[getattr(part.borders, row) - 1] for part in prepared.parts)
+
+    return last("train_end"), last("fitted_end")
 
 
 def comparable(candidate: Predictor, holder: Predictor) -> str | None:
@@ -129,20 +140,23 @@ def _promote(
         return Promotion(False, f"version {version} already holds @{alias}", holder_version=holder)
     candidate = load_predictor(f"models:/{name}/{version}")
     prepared = prepared_for(candidate.config, candidate)
-    window = window_words(prepared, "selection")
+    folds = candidate.config.split.selection_folds
+    window = window_words(prepared, folds)
     problem = None
     if holder is not None:
         incumbent = load_predictor(f"models:/{name}/{holder}")
         problem = comparable(candidate, incumbent)
         if problem is None:
-            selection_from = split_start(prepared, "selection")
-            if (fitted := last_fitted(incumbent)) >= selection_from:
+            trained, fitted = last_seen(incumbent)
+            if fitted >= split_start(prepared, "selection"):
                 problem = f"v{holder} was fitted or early-stopped on data up to {fitted}, inside the {window}"
+            elif trained >= split_start(prepared, selection_splits(folds)[-1]):
+                problem = f"v{holder} was fitted on data up to {trained}, inside the {window}"
         if problem and not force:
             return Promotion(
                 False, f"not comparable with v{holder}: {problem}", holder_version=holder, window=window
             )
-    scores = evaluate(candidate, prepared, "selection").metrics  # the model and naive, same windows
+    scores = evaluate_selection(candidate, prepared, folds).metrics  # the model and naive, same windows
     candidate_mae, naive_mae = scores["model"]["mae"], scores["naive"]["mae"]
     holder_mae = None if holder is None or problem else selection_mae(candidate.config, incumbent)
     figures = f"{candidate_mae:.4f}" + ("" if holder_mae is None else f" vs v{holder}'s {holder_mae:.4f}")

@@ -1,7 +1,9 @@
 """`forecast sweep`: Optuna search over model family, cell, direction, size, depth, dropout,
-look-back, learning rate and teacher forcing. Each trial is a nested MLflow run scored on the
-validation split (never test); bad trials are pruned from their validation curve; the best trial
-is re-trained as a normal run (test metrics, model) and registered if asked.
+look-back, learning rate and teacher forcing. Each trial is a nested MLflow run scored by the
+selection score (forecaster/selection.py: the selection period, or the mean over
+split.selection_folds folds; never test), as the promotion gate and `compare` score; bad trials are
+pruned from their validation curve (the early-stopping rows, epoch by epoch); the best trial is
+re-trained as a normal run (test metrics, model) and registered if asked.
 
 With an RDB storage URL (sqlite:///optuna.db, postgresql://...) several workers, on as many
 machines, share one study: each runs its ``--trials``, the trials add up, a configuration already
@@ -27,7 +29,7 @@ from forecaster.config import ForecastConfig
 from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
-from forecaster.evaluation import evaluate
+from forecaster.selection import evaluate_selection
 from forecaster.training import train_model
 from pipelines.config import RunConfig
 from pipelines.console import console, quiet_lightning, table
@@ -93,7 +95,7 @@ class SweepResult:
     def as_json(self) -> dict[str, Any]:
         return {
             "study": self.study_name,
-            "best_val_mae": self.best_value,
+            "best_selection_mae": self.best_value,
             "best_params": self.best_params,
             "trials": self.trials,
             "best_run": None if self.best_run is None else self.best_run.as_json(),
@@ -103,11 +105,11 @@ class SweepResult:
 def trial_line(
     study: optuna.Study, trial: optuna.trial.FrozenTrial, finished: int, trials: int, seconds: float
 ) -> str:
-    """One line per finished trial, e.g. ``trial 3 [4/20]  val MAE 0.4123 (gru, L=14)  best 0.3981
+    """One line per finished trial, e.g. ``trial 3 [4/20]  selection MAE 0.4123 (gru, L=14)  best 0.3981
     (trial 1)  4.2 s``; pruned trials say why."""
     if trial.state == optuna.trial.TrialState.COMPLETE:
         attrs = trial.user_attrs
-        what = f"val MAE {trial.value:.4f} ({attrs.get('family', '?')}, L={attrs.get('lookback', '?')})"
+        what = f"selection MAE {trial.value:.4f} ({attrs.get('family', '?')}, L={attrs.get('lookback', '?')})"
     else:
         what = trial.state.name.lower()
         if trial.state == optuna.trial.TrialState.PRUNED and trial.user_attrs.get("pruned"):
@@ -175,9 +177,11 @@ def run_sweep(
                 trial.set_user_attr("pruned", str(exc))
                 mlflow.end_run(status="KILLED")
                 raise optuna.TrialPruned(str(exc)) from None
-            validation = evaluate(trained.predictor, prepared, "val")
-            value = validation.metrics["model"]["mae"]
-            mlflow.log_metrics({"best_val_mae": value, "naive_val_mae": validation.metrics["naive"]["mae"]})
+            selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.selection_folds)
+            value = selection.metrics["model"]["mae"]
+            mlflow.log_metrics(
+                {"selection_mae": value, "naive_selection_mae": selection.metrics["naive"]["mae"]}
+            )
             trial.set_user_attr("run_id", run.info.run_id)
         trial.set_user_attr("family", config.model.family)
         trial.set_user_attr("lookback", config.window.lookback)
@@ -199,19 +203,20 @@ def run_sweep(
         completed = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
         if not completed:
             raise ConfigError(f"all {len(study.trials)} trials were pruned or failed; widen the settings")
-        mlflow.log_metric("best_val_mae", study.best_value)
+        mlflow.log_metric("best_selection_mae", study.best_value)
         mlflow.log_dict(study.best_params, "best_params.json")
     summary = [
-        {"number": t.number, "state": t.state.name, "val_mae": t.value, **t.params} for t in study.trials
+        {"number": t.number, "state": t.state.name, "selection_mae": t.value, **t.params}
+        for t in study.trials
     ]
     table(
         f"study {study_name}: {len(completed)} complete of {len(study.trials)}",
-        ["trial", "state", "val MAE", "architecture", "cell", "hidden", "layers", "lookback"],
+        ["trial", "state", "selection MAE", "architecture", "cell", "hidden", "layers", "lookback"],
         [
             [
                 t["number"],
                 t["state"],
-                t["val_mae"],
+                t["selection_mae"],
                 t.get("architecture"),
                 t.get("cell"),
                 t.get("hidden_size"),

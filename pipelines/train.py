@@ -14,6 +14,7 @@ from pytorch_lightning.callbacks import Callback, LearningRateMonitor
 from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.evaluation import MODEL, evaluate
+from forecaster.selection import evaluate_selection
 from forecaster.training import train_model
 from pipelines.config import RunConfig
 from pipelines.console import notice, quiet_lightning
@@ -40,8 +41,6 @@ from pipelines.resume import (
 from pipelines.shared_view import refresh_after_training
 from pipelines.stale import find_stale_runs, warning_line
 from pipelines.tracking import connect, ensure_experiment, environment_tags, is_rank_zero
-
-EVALUATED = ("test", "val", "selection")  # test is reported; selection is what models are chosen by
 
 
 @dataclass
@@ -163,7 +162,9 @@ def run_training(
             progress=not quiet,
         )
         mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
-        test, val, selection = (evaluate(trained.predictor, prepared, split) for split in EVALUATED)
+        test, val = (evaluate(trained.predictor, prepared, split) for split in ("test", "val"))  # reported
+        # what models are chosen by: the mean over split.selection_folds folds (forecaster/selection.py)
+        selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.selection_folds)
         info = log_pyfunc_model(trained.predictor, prepared)
         log_evaluation(test, val, selection, run_name, model_id=info.model_id)
         log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})

@@ -15,7 +15,13 @@ from forecaster.data.calendar import calendar_features, is_sub_daily
 from forecaster.data.loading import LoadedSeries
 from forecaster.data.panel import LoadedPanel
 from forecaster.data.scaling import StandardScaler
-from forecaster.data.splitting import CutOffs, SplitBorders, panel_cut_offs, split_borders
+from forecaster.data.splitting import (
+    CutOffs,
+    SplitBorders,
+    panel_cut_offs,
+    selection_splits,
+    split_borders,
+)
 from forecaster.data.windows import SeriesWindows, WindowDataset, as_batch, window_starts
 from forecaster.errors import ConfigError
 
@@ -148,7 +154,8 @@ def prepare_series(
     prepared = PreparedSeries(
         series, borders, scaler, calendar, window.lookback, window.horizon, window.stride, future_scaler
     )
-    for split in SPLITS:
+    folds = selection_splits(config.split.selection_folds)[1:]  # fold 1 is the selection split
+    for split in (*SPLITS, *folds):
         if len(prepared.windows(split)) == 0:
             lo, hi = borders.rows(split)
             raise ConfigError(

@@ -3,7 +3,11 @@
 The validation period is cut in two. Its first part ("val") is what early stopping and the best
 checkpoint watch; its later part ("selection") is seen by no fit: conformal intervals are
 calibrated on it and models are compared on it (the promotion gate, the demo's pick, `compare`'s
-order). The test split is only ever reported."""
+order). The test split is only ever reported.
+
+With ``split.selection_folds`` k > 1 models are chosen on k selection folds (``selection_splits``):
+the selection period and the k - 1 stretches of as many rows before it, laid back from the test
+split, never into the training rows (forecaster/selection.py says why those rows)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,14 @@ import pandas as pd
 
 from forecaster.config import SplitConfig
 from forecaster.errors import ConfigError
+
+FOLD_PREFIX = "selection-"  # "selection-2" ... name the selection folds before the selection period
+
+
+def selection_splits(folds: int) -> tuple[str, ...]:
+    """The split names of ``folds`` selection folds, latest first: "selection" (the selection
+    period itself, so one fold is the plain selection split), "selection-2", ..."""
+    return ("selection", *(f"{FOLD_PREFIX}{fold}" for fold in range(2, folds + 1)))
 
 
 @dataclass(frozen=True)
@@ -26,12 +38,27 @@ class SplitBorders:
     test_end: int
 
     def rows(self, split: str) -> tuple[int, int]:
+        if split.startswith(FOLD_PREFIX):
+            return self.fold_rows(int(split.removeprefix(FOLD_PREFIX)))
         return {
             "train": (0, self.train_end),
             "val": (self.train_end, self.selection_start),
             "selection": (self.selection_start, self.val_end),
             "test": (self.val_end, self.test_end),
         }[split]
+
+    def fold_rows(self, fold: int) -> tuple[int, int]:
+        """Target rows of selection fold ``fold`` (1: the selection period; 2: as many rows just
+        before it ...): disjoint, all before test, none in the training rows."""
+        length = self.val_end - self.selection_start
+        lo, hi = self.val_end - fold * length, self.val_end - (fold - 1) * length
+        if lo < self.train_end:
+            raise ConfigError(
+                f"split.selection_folds: fold {fold} ({length} rows, as many as the selection "
+                f"period) would start at row {lo}, inside the training rows (validation starts at row "
+                f"{self.train_end}); use fewer folds or a lower split.selection"
+            )
+        return lo, hi
 
     @property
     def fitted_end(self) -> int:

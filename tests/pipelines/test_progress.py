@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import datetime
 
 import optuna
 import pytest
+import pytorch_lightning as pl
 
 from forecaster.config import SplitConfig
 from pipelines.backtest import fold_line
+from pipelines.progress import EpochProgress, duration_words, time_left
 from pipelines.sweep import trial_line
 from tests.pipelines.helpers import forecast, tiny_settings
 
 EPOCH_LINE = re.compile(
     r"^epoch (\d+)/2  train_loss \d+\.\d{4}  val_loss \d+\.\d{4}  best \d+\.\d{4} \(epoch \d+\)  "
-    r"patience \d+/5  \d+\.\d s$"
+    r"patience \d+/5  \d+\.\d s(  ~\d+ s left \(at most\))?$"
 )
 
 
@@ -30,6 +33,7 @@ def test_train_prints_one_line_per_epoch_and_quiet_silences_it(tracking_uri):
     assert shown.exit_code == 0, shown.output
     lines = epoch_lines(shown.stdout)
     assert [int(m.group(1)) for m in lines] == [1, 2], shown.stdout  # one per epoch, in order
+    assert [bool(m.group(2)) for m in lines] == [True, False]  # time left after epoch 1, none at the end
     assert not [
         line for line in shown.stdout.splitlines() if line.startswith("epoch ") and not EPOCH_LINE.match(line)
     ]
@@ -38,6 +42,27 @@ def test_train_prints_one_line_per_epoch_and_quiet_silences_it(tracking_uri):
     assert quiet.exit_code == 0, quiet.output
     assert not [line for line in quiet.output.splitlines() if line.startswith("epoch ")], quiet.output
     assert json.loads(quiet.stdout.strip().splitlines()[-1])["run_id"]
+
+
+def test_time_left_is_the_epochs_left_at_the_mean_epoch_time_so_far():
+    assert time_left([10.0, 14.0], epochs_left=18) == 18 * 12.0
+    assert time_left([10.0], epochs_left=0) == 0.0  # the last epoch: nothing to wait for
+    assert [duration_words(s) for s in (12.3, 100, 180, 7500)] == [
+        "~12 s",
+        "~1 min 40 s",
+        "~3 min",
+        "~2 h 5 min",
+    ]
+
+
+def test_the_first_epoch_line_says_the_most_time_left():
+    trainer = pl.Trainer(max_epochs=10, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    progress = EpochProgress(live=False)
+    progress._epoch_started = time.perf_counter() - 20.0  # as if epoch 1 started 20 s ago
+    line = progress.epoch_line(trainer)
+    assert line.startswith("epoch 1/10  train_loss -  val_loss -  best - (epoch -)  ")
+    # 9 epochs left at 20 s each (a few tenths more if this process is held up in between)
+    assert re.search(r"  20\.\d s  ~3 min( \d s)? left \(at most\)$", line), line
 
 
 def test_backtest_line_per_fold():
@@ -63,7 +88,7 @@ def test_sweep_line_per_trial_says_the_best_so_far():
     study.tell(pruned, state=optuna.trial.TrialState.PRUNED)
     first, second, third = study.trials
     assert trial_line(study, second, 2, 20, 4.21) == (
-        "trial 1 [2/20]  val MAE 0.4000 (gru, L=14)  best 0.4000 (trial 1)  4.2 s"
+        "trial 1 [2/20]  selection MAE 0.4000 (gru, L=14)  best 0.4000 (trial 1)  4.2 s"
     )
     assert trial_line(study, third, 3, 20, 1.0) == (
         "trial 2 [3/20]  pruned (pruned at epoch 1)  best 0.4000 (trial 1)  1.0 s"

@@ -18,6 +18,8 @@ import pipelines.registry as registry
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.datasets import get_dataset
 from forecaster.data.source import load_from_config
+from forecaster.data.splitting import selection_splits
+from forecaster.evaluation import evaluate
 from pipelines.compare import compare_runs
 from pipelines.config import load_run_config
 from pipelines.locks import LockHeld
@@ -132,7 +134,7 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
     # come last) or been found waiting for the worse one's lock. Events, not sleeps: a sleep long
     # enough on an idle machine is too short on a loaded one.
     evaluating, better_went_on = threading.Event(), threading.Event()
-    evaluate, lock = registry.evaluate, registry.promotion_lock
+    evaluate, lock = registry.evaluate_selection, registry.promotion_lock
 
     def held_up_for_the_worse(*args, **kwargs):
         if threading.current_thread().name == "worse":
@@ -158,7 +160,7 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
             if v == better:
                 better_went_on.set()
 
-    monkeypatch.setattr(registry, "evaluate", held_up_for_the_worse)
+    monkeypatch.setattr(registry, "evaluate_selection", held_up_for_the_worse)
     monkeypatch.setattr(registry, "promotion_lock", lock_seen_by_the_test)
     decisions = {}
     threads = [
@@ -174,3 +176,27 @@ def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monke
     assert str(client.get_model_version_by_alias("race", "champion").version) == better
     assert decisions[better].promoted
     assert "promotion.lock" not in client.get_registered_model("race").tags
+
+
+def test_with_three_selection_folds_the_selection_score_is_their_mean(tracking_uri):
+    folds = ("split.selection=0.3", "split.selection_folds=3")  # 3 x 0.3 of validation, before test
+    run = train_json(tracking_uri, *folds)
+    client = mlflow.MlflowClient(tracking_uri)
+    logged = client.get_run(run["run_id"]).data.metrics
+    by_fold = {
+        name: [m.value for m in sorted(client.get_metric_history(run["run_id"], name), key=lambda m: m.step)]
+        for name in ("selection_mae_by_fold", "naive_selection_mae_by_fold")
+    }
+    assert len(by_fold["selection_mae_by_fold"]) == 3
+    assert logged["selection_mae"] == pytest.approx(np.mean(by_fold["selection_mae_by_fold"]))
+    assert logged["naive_selection_mae"] == pytest.approx(np.mean(by_fold["naive_selection_mae_by_fold"]))
+    assert run["selection_metrics"]["model"]["mae"] == pytest.approx(logged["selection_mae"])
+    # each fold's figure is the logged model's MAE on that fold, fold 1 being the selection period
+    mlflow.set_tracking_uri(tracking_uri)
+    predictor = load_predictor(run["model_uri"])
+    config = load_run_config(None, ["data.dataset=melbourne-temp", *folds]).forecast_config()
+    prepared = registry.prepared_for(config, predictor)
+    again = [evaluate(predictor, prepared, split).metrics["model"]["mae"] for split in selection_splits(3)]
+    assert again == pytest.approx(by_fold["selection_mae_by_fold"], rel=1e-5)
+    assert prepared.borders.rows(selection_splits(3)[-1])[0] >= prepared.borders.train_end
+    assert logged["selection_mae"] != pytest.approx(again[0])  # not the selection period alone

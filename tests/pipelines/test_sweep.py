@@ -42,13 +42,13 @@ def test_sweep_runs_trials_as_nested_runs_and_registers_the_best(tracking_uri, t
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert len(summary["trials"]) == 3
     complete = [t for t in summary["trials"] if t["state"] == "COMPLETE"]
-    assert summary["best_val_mae"] == min(t["val_mae"] for t in complete)
+    assert summary["best_selection_mae"] == min(t["selection_mae"] for t in complete)
     # the study lives in the shared storage and can be resumed by another machine
     assert len(optuna.load_study(study_name="tiny", storage=storage).trials) == 3
     client = mlflow.MlflowClient(tracking_uri)
     experiment = client.get_experiment_by_name("sweeps").experiment_id
     parent = client.search_runs([experiment], "tags.role = 'sweep'")
-    assert len(parent) == 1 and parent[0].data.metrics["best_val_mae"] == summary["best_val_mae"]
+    assert len(parent) == 1 and parent[0].data.metrics["best_selection_mae"] == summary["best_selection_mae"]
     trials = client.search_runs([experiment], f"tags.mlflow.parentRunId = '{parent[0].info.run_id}'")
     assert len(trials) == 3 and all(t.data.tags["role"] == "sweep-trial" for t in trials)
     best = summary["best_run"]
