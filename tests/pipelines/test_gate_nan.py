@@ -16,7 +16,8 @@ from pipelines import registry
 def gate(monkeypatch):
     """_promote with the model's and naive's selection MAE given, no MLflow behind it."""
     moved: list[str] = []
-    monkeypatch.setattr(registry, "load_predictor", lambda uri: SimpleNamespace(config=None))
+    config = SimpleNamespace(split=SimpleNamespace(selection_folds=1))
+    monkeypatch.setattr(registry, "load_predictor", lambda uri: SimpleNamespace(config=config))
     monkeypatch.setattr(registry, "prepared_for", lambda config, predictor: None)
     monkeypatch.setattr(registry, "window_words", lambda prepared, split: "selection window")
     client = SimpleNamespace(set_registered_model_alias=lambda name, alias, version: moved.append(version))
@@ -24,7 +25,7 @@ def gate(monkeypatch):
 
     def decide(model_mae: float, naive_mae: float, allow: bool = False):
         scores = {"model": {"mae": model_mae}, "naive": {"mae": naive_mae}}
-        monkeypatch.setattr(registry, "evaluate", lambda *args: SimpleNamespace(metrics=scores))
+        monkeypatch.setattr(registry, "evaluate_selection", lambda *args: SimpleNamespace(metrics=scores))
         return registry._promote("m", "1", "champion", None, False, allow), moved
 
     return decide
