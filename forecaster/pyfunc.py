@@ -108,7 +108,7 @@ def input_example_for(
 def pip_requirements() -> list[str]:
     from importlib.metadata import version
 
-    packages = ["torch", "pytorch-lightning", "pandas", "numpy", "mlflow", "pydantic"]
+    packages = ["torch", "pytorch-lightning", "pandas", "numpy", "mlflow", "pydantic", "onnxruntime"]
     return [f"{p}=={version(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
 
 
