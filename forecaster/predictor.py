@@ -347,7 +347,8 @@ class Predictor:
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path) -> Predictor:
+    def load(cls, directory: str | Path, runtime: str = "auto") -> Predictor:
+        """``runtime``: what runs the network (``use_runtime``)."""
         directory = Path(directory)
         meta = json.loads((directory / META_FILE).read_text())
         config = ForecastConfig.model_validate(meta["config"])
@@ -374,4 +375,4 @@ class Predictor:
         predictor.clock = meta.get("clock", LEGACY)
         predictor.mase_scales = {key: float(value) for key, value in meta.get("mase_scales", {}).items()}
         predictor.export, predictor.export_directory = ExportReport.load(directory), directory
-        return predictor.use_runtime(predictor.runtime_choice)
+        return predictor.use_runtime(runtime)

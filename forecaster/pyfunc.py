@@ -15,6 +15,7 @@ from mlflow.types.schema import ParamSchema, ParamSpec, Schema, TensorSpec
 
 from forecaster.data.clock import instants_on_clock
 from forecaster.predictor import Predictor
+from forecaster.runtime import runtime_from_environment
 
 ARTIFACT_KEY = "predictor"
 
@@ -30,7 +31,7 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
     predictor: Predictor
 
     def load_context(self, context: mlflow.pyfunc.PythonModelContext) -> None:
-        self.predictor = Predictor.load(context.artifacts[ARTIFACT_KEY])
+        self.predictor = Predictor.load(context.artifacts[ARTIFACT_KEY], runtime_from_environment())
 
     def predict(
         self,

@@ -10,6 +10,7 @@ with torch whatever is asked, and ``choose_runtime`` says why."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -23,6 +24,13 @@ from forecaster.onnx_export import ONNX_FILE, ExportReport
 
 RuntimeChoice = Literal["auto", "onnx", "torch"]
 RUNTIME_CHOICES: tuple[str, ...] = ("auto", "onnx", "torch")
+RUNTIME_ENV = "INFERENCE_RUNTIME"  # the service's setting; the pyfunc reads the same variable
+
+
+def runtime_from_environment() -> str:
+    """What a pyfunc loaded outside the service runs (``mlflow models serve``, ``forecast
+    predict``): ``INFERENCE_RUNTIME`` when set, else ``auto``."""
+    return os.environ.get(RUNTIME_ENV, "auto").strip().lower() or "auto"
 
 
 class NetworkRuntime(Protocol):
