@@ -143,7 +143,7 @@ class Predictor:
         """Run the network with ``choice`` (auto, onnx, torch) where the device and the model's
         export allow; else with torch, and ``runtime_note`` says why."""
         self.runtime_choice = choice
-        name, self.runtime_note = choose_runtime(choice, self.device, self.export)
+        name, self.runtime_note = choose_runtime(choice, self.device, self.export, self.dtype)
         if name != self.runtime.name:
             self.runtime = build_runtime(name, self.network, self.export_directory, self.export)
         return self

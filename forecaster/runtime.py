@@ -88,7 +88,9 @@ class OnnxNetwork:
         )
 
 
-def choose_runtime(choice: str, device: torch.device, report: ExportReport) -> tuple[str, str | None]:
+def choose_runtime(
+    choice: str, device: torch.device, report: ExportReport, dtype: torch.dtype = torch.float32
+) -> tuple[str, str | None]:
     """(the runtime to use, why it is not the one asked for or ``auto``'s first pick, if so)."""
     if choice not in RUNTIME_CHOICES:
         raise ValueError(f"inference runtime {choice!r}: expected one of {', '.join(RUNTIME_CHOICES)}")
@@ -98,6 +100,8 @@ def choose_runtime(choice: str, device: torch.device, report: ExportReport) -> t
         if choice == "auto":
             return "torch", None  # auto's pick on a GPU
         return "torch", f"ONNX Runtime serves on the CPU only and the model is on {device}"
+    if dtype != torch.float32:  # the graph computes in float32, as it was verified
+        return "torch", f"the exported graph computes in float32 and the model is in {dtype}"
     if not report.verified:
         return "torch", f"this model carries no verified ONNX export ({report.reason})"
     return "onnx", None

@@ -128,5 +128,7 @@ def test_auto_picks_onnx_on_a_cpu_and_torch_elsewhere():
     assert runtime == "torch" and "CPU only" in why
     runtime, why = choose_runtime("onnx", cpu, missing)
     assert runtime == "torch" and "saved without an ONNX export" in why
+    runtime, why = choose_runtime("auto", cpu, verified, torch.bfloat16)
+    assert runtime == "torch" and "float32" in why
     with pytest.raises(ValueError, match="expected one of"):
         choose_runtime("tensorrt", cpu, verified)
