@@ -17,7 +17,12 @@ from tests.forecaster.conftest import NETWORKS
 from tests.forecaster.test_model_inputs import config_for, hourly_file, untrained_predictor
 
 PANEL = "panel-gru-embedding"  # a panel's series embedding and window-standardised level on top
-ARCHITECTURES = [*sorted(NETWORKS), PANEL]
+EXTRA = {  # the segment seq2seq + attention (SegRNN encoder, direct decoder): attention per segment
+    "seq2seq-segments-attention": dict(
+        architecture="seq2seq", decoder="direct", cell="gru", attention="bahdanau", segment_length=4
+    ),
+}
+ARCHITECTURES = [*sorted(NETWORKS), *EXTRA, PANEL]
 
 
 def prepared_predictor(tmp_path, name: str):
@@ -25,7 +30,7 @@ def prepared_predictor(tmp_path, name: str):
         model = {"cell": "gru", "series_embedding": 3, "level_norm": "standard"}
         config = config_for(hourly_file(tmp_path, panel=True), model, id_column="id")
     else:
-        config = config_for(hourly_file(tmp_path), NETWORKS[name])
+        config = config_for(hourly_file(tmp_path), {**NETWORKS, **EXTRA}[name])
     prepared = prepare(load_from_config(config.data), config)
     return untrained_predictor(config, prepared), prepared
 
@@ -66,10 +71,11 @@ def test_the_export_gives_the_networks_outputs_at_any_batch_size(tmp_path, name)
         assert ("quantiles" in report.outputs) == bool(predictor.config.model.quantiles)
 
 
-def test_the_predictor_forecasts_the_same_through_either_runtime(tmp_path):
-    """Scaling, calendar, future covariates, attention per step and quantiles around the network
-    are one code path: only the network call differs."""
-    predictor, prepared = prepared_predictor(tmp_path, "seq2seq-attention-quantiles")
+@pytest.mark.parametrize("name", ["seq2seq-attention-quantiles", "seq2seq-segments-attention"])
+def test_the_predictor_forecasts_the_same_through_either_runtime(tmp_path, name):
+    """Scaling, calendar, future covariates, attention per step (a segment model's spread over
+    its steps) and intervals around the network are one code path: only the network call differs."""
+    predictor, prepared = prepared_predictor(tmp_path, name)
     directory = predictor.save(tmp_path / "model")
     export_network(predictor.network, held_out(prepared, np.arange(64)), directory)
     loaded = Predictor.load(directory)
@@ -85,8 +91,10 @@ def test_the_predictor_forecasts_the_same_through_either_runtime(tmp_path):
     assert loaded.runtime.name == "torch"
     scale = loaded.scaler.std[0]  # the network's tolerance in the target's units
     np.testing.assert_allclose(onnx.mean, eager.mean, rtol=0, atol=TOLERANCE * scale)
+    assert onnx.attention.shape == (len(onnx.mean), loaded.horizon, loaded.lookback)
     np.testing.assert_allclose(onnx.attention, eager.attention, rtol=0, atol=TOLERANCE)
-    assert onnx.quantiles.keys() == eager.quantiles.keys() and onnx.quantiles
+    assert onnx.quantiles.keys() == eager.quantiles.keys()
+    assert bool(onnx.quantiles) == bool(loaded.config.model.quantiles)
     for level in onnx.quantiles:
         np.testing.assert_allclose(
             onnx.quantiles[level], eager.quantiles[level], rtol=0, atol=TOLERANCE * scale
