@@ -1,6 +1,7 @@
 """The MLflow pyfunc that packs a trained Predictor (network weights, config, fitted scaler,
-window sizes, feature names), so ``mlflow.pyfunc.load_model(...).predict(raw windows)`` and
-``mlflow models serve`` return forecasts in original units."""
+window sizes, feature names, and the network's ONNX export where it was verified), so
+``mlflow.pyfunc.load_model(...).predict(raw windows)`` and ``mlflow models serve`` return forecasts
+in original units; ``INFERENCE_RUNTIME`` picks what runs the network (``forecaster/runtime.py``)."""
 
 from __future__ import annotations
 
