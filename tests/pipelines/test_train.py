@@ -157,6 +157,7 @@ def test_register_command_registers_an_existing_run(tracking_uri):
     assert result.exit_code == 0, result.output
     version = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("later", "champion")
     assert version.run_id == trained["run_id"]
+    assert version.tags["runtimes"] == "torch,onnx"  # from the run's tags, as `train --register` does
 
 
 def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
