@@ -110,10 +110,7 @@ def network_cpu(predictor, windows, runtime: str) -> dict[str, float]:
     """Median CPU microseconds per window of the network call at each of NETWORK_BATCHES, one
     thread, with ``runtime`` (the one actually used is under ``runtime``: a model without a
     verified export runs torch whatever is asked)."""
-    import torch
-
-    torch.set_num_threads(1)  # before the runtime is built: ONNX Runtime takes the same count
-    inner = predictor.use_runtime(runtime).runtime
+    inner = predictor.use_runtime(runtime).runtime  # one thread: main() set it before the load
     timed = predictor.runtime = TimedNetwork(inner)
     costs: dict[str, float] = {"runtime": timed.name}
     for size in NETWORK_BATCHES:
@@ -150,6 +147,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="write every wrk run and the summary as JSON")
     args = parser.parse_args()
     runtimes = [r.strip() for r in args.runtimes.split(",") if r.strip()]
+    import torch
+
+    torch.set_num_threads(1)  # before any model loads: ONNX Runtime's sessions take this count too
     ensure_wrk()
     runs: list[dict] = []
     servers = [(name, runtime) for name in DECODERS for runtime in runtimes]
