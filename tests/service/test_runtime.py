@@ -13,6 +13,7 @@ from urllib.request import url2pathname
 import mlflow
 import numpy as np
 import pytest
+import torch
 
 from forecaster.onnx_export import ONNX_FILE, REPORT_FILE
 from tests.conftest import TINY
@@ -119,3 +120,15 @@ def test_the_registered_versions_say_which_runtimes_they_carry(store):
     version = client.get_model_version_by_alias("rt-seq2seq", "champion")
     assert version.tags["runtimes"] == "torch,onnx" and "onnx_export" not in version.tags
     assert client.get_run(version.run_id).data.tags["runtimes"] == "torch,onnx"
+
+
+def test_onnx_runtime_takes_the_services_thread_count(store):
+    """TORCH_THREADS is the serving process's thread count for either runtime."""
+    before = torch.get_num_threads()
+    try:
+        model = "models:/rt-lstm@champion"
+        with serving(store, model, inference_runtime="onnx", torch_threads=2) as client:
+            session = client.app.state.store.current.predictor.runtime.session
+            assert session.get_session_options().intra_op_num_threads == 2
+    finally:
+        torch.set_num_threads(before)
