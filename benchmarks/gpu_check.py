@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/gpu_check.py
 
 Trains a tiny seq2seq-with-attention model on the GPU (Lightning, accelerator=gpu), then asserts
-that the served network runs on CUDA and agrees with the CPU: float32 to 1e-4 (cuDNN kernels
-differ from CPU ones), bfloat16 to 5e-2 relative. Exits 2 with a message where no GPU is present.
+that the served network runs on CUDA with torch (INFERENCE_RUNTIME=auto picks torch there; the
+ONNX export, verified at registration, serves CPUs) and agrees with the CPU: float32 to 1e-4
+(cuDNN kernels differ from CPU ones), bfloat16 to 5e-2 relative. Exits 2 with a message where no GPU is present.
 
 Then the serving figures, as on the CPU: `serve_bench.py --quick` (the issue-10 LSTM, one epoch:
 the forward cost does not depend on how well it trained) with our API on CUDA beside MLflow's
@@ -63,9 +64,14 @@ def main() -> int:
     mlflow.set_tracking_uri(uri)
     predictor = mlflow.pyfunc.load_model("models:/gpu-check@champion").unwrap_python_model().predictor
     windows = 11 + np.random.default_rng(0).normal(0, 3, size=(512, predictor.lookback))
-    cpu = predictor.to("cpu").predict(windows, return_attention=True)
+    assert predictor.export.verified, predictor.export.reason  # exported from the CUDA-trained network
+    cpu = predictor.to("cpu").use_runtime("torch").predict(windows, return_attention=True)
+    onnx = predictor.use_runtime("auto").predict(windows, return_attention=True)
+    assert predictor.runtime.name == "onnx"  # auto on a CPU: the verified export in ONNX Runtime
+    np.testing.assert_allclose(onnx.mean, cpu.mean, atol=1e-4, rtol=1e-5)
     gpu = predictor.to("cuda").predict(windows, return_attention=True)
     assert next(predictor.network.parameters()).is_cuda
+    assert predictor.runtime.name == "torch", predictor.runtime.name  # auto on CUDA: torch
     np.testing.assert_allclose(gpu.mean, cpu.mean, atol=1e-4, rtol=1e-4)
     np.testing.assert_allclose(gpu.attention, cpu.attention, atol=1e-4)
     bf16 = predictor.to("cuda", torch.bfloat16).predict(windows)
@@ -85,6 +91,7 @@ def main() -> int:
             time.sleep(0.1)
         description = client.get("/v1/model").json()
         assert description["device"] == "cuda", description["device"]
+        assert description["runtime"] == "torch", description  # INFERENCE_RUNTIME=auto on CUDA
         answer = client.post("/v1/predict", json={"series": [{"values": windows[0].tolist()}]}).json()
     np.testing.assert_allclose(answer["forecasts"][0]["values"], cpu.mean[0], atol=1e-4, rtol=1e-4)
     print("service on cuda agrees with the CPU: OK")

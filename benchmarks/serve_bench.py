@@ -5,6 +5,12 @@ by a C load generator (`wrk`, installed with apt-get when run as root and missin
 
     .venv/bin/python benchmarks/serve_bench.py [--rounds 3] [--seconds 10] [--output bench.json]
         [--model-uri URI --tracking-uri URI | --quick] [--heavy-rounds 2] [--forecast-log]
+        [--runtime auto|torch|onnx]
+
+--runtime sets INFERENCE_RUNTIME for our API and MLflow's server (the pyfunc reads it too) and for
+the forward time printed last: torch eager, or ONNX Runtime on the export verified at
+registration (auto, the default: ONNX on a CPU). decoder_serving.py --runtimes torch,onnx puts
+the two side by side per decoder.
 
 --forecast-log runs benchmarks/forecast_log_bench.py instead: the same API with the forecast log
 off, on SQLite, on PostgreSQL, and on a database that refuses or hangs, side by side.
@@ -453,6 +459,12 @@ def main() -> None:
     parser.add_argument("--heavy-rounds", type=int, default=2, help="heavy-neighbour rounds (0: skip)")
     parser.add_argument("--output", type=Path, help="write the raw runs and the summary as JSON")
     parser.add_argument(
+        "--runtime",
+        choices=("auto", "torch", "onnx"),
+        default="auto",
+        help="INFERENCE_RUNTIME of the servers",
+    )
+    parser.add_argument(
         "--forecast-log",
         action="store_true",
         help="instead: the forecast log's cost, off vs sqlite vs postgres vs a failing database "
@@ -480,9 +492,13 @@ def main() -> None:
         return
 
     import mlflow
+    import torch
 
+    torch.set_num_threads(1)  # before the load: ONNX Runtime's session takes torch's thread count
     mlflow.set_tracking_uri(tracking_uri)
     predictor = mlflow.pyfunc.load_model(model_uri).unwrap_python_model().predictor
+    predictor.use_runtime(args.runtime)
+    served = {**ONE_THREAD, "INFERENCE_RUNTIME": args.runtime}
     rng = np.random.default_rng(0)
     windows = predictor.scaler.mean[0] + rng.normal(0, 3, size=(200, predictor.lookback))
     body = bodies(windows)
@@ -495,12 +511,12 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         base = {
             "ours": stack.enter_context(
-                prediction_service(workdir, tracking_uri, model_uri, ONE_THREAD, quiet=True)
+                prediction_service(workdir, tracking_uri, model_uri, served, quiet=True)
             ),
             "ours-2w": stack.enter_context(
-                prediction_service(workdir, tracking_uri, model_uri, ONE_THREAD, quiet=True, workers=2)
+                prediction_service(workdir, tracking_uri, model_uri, served, quiet=True, workers=2)
             ),
-            "mlflow": stack.enter_context(mlflow_model_server(workdir, tracking_uri, model_uri, ONE_THREAD)),
+            "mlflow": stack.enter_context(mlflow_model_server(workdir, tracking_uri, model_uri, served)),
             "floor": stack.enter_context(http_floor(workdir, predictor.horizon)),
         }
         paths = {
@@ -531,7 +547,8 @@ def main() -> None:
     )
     valid = print_summary(summary, args)
     print(
-        f"\nraw network forward per window: {1e3 * single:.3f} ms alone, {1e3 * batched:.4f} ms in a batch of 32"
+        f"\nraw network forward per window ({predictor.runtime.name}): {1e3 * single:.3f} ms alone, "
+        f"{1e3 * batched:.4f} ms in a batch of 32"
     )
     if neighbour:
         print_heavy_neighbour(neighbour, args.seconds)
@@ -548,6 +565,7 @@ def main() -> None:
             "summary": summary,
             "targets": targets(summary),
             "forward_ms_per_window": {"alone": 1e3 * single, "batch_of_32": 1e3 * batched},
+            "runtime": args.runtime,
             "warmup": warmup,
             "runs": runs,
             "heavy_neighbour": {k: [as_record(r) for r in v] for k, v in neighbour.items()},

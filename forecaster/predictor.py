@@ -29,7 +29,9 @@ from forecaster.data.model_inputs import model_inputs
 from forecaster.data.scaling import StandardScaler
 from forecaster.metrics import window_scales
 from forecaster.models import build_network
-from forecaster.models.series_embedding import SeriesEmbedded, run_network
+from forecaster.models.series_embedding import SeriesEmbedded
+from forecaster.onnx_export import ExportReport
+from forecaster.runtime import NetworkRuntime, TorchNetwork, build_runtime, choose_runtime
 
 WEIGHTS_FILE = "network.pt"
 SINGLE_SERIES = ""  # the key of a single-series model's MASE scale
@@ -69,6 +71,13 @@ class Predictor:
         # MAE of its training rows, the scale `forecast evaluate` divides by, kept so the service's
         # live MASE divides by the same number
         self.mase_scales: dict[str, float] = {}
+        # what runs the network (forecaster/runtime.py): torch until a verified ONNX export is
+        # loaded with the model; ``runtime_note`` says why it is torch when ONNX was the pick
+        self.export = ExportReport(verified=False, reason="not exported")
+        self.export_directory: Path | None = None
+        self.runtime_choice = "auto"
+        self.runtime: NetworkRuntime = TorchNetwork(self.network)
+        self.runtime_note: str | None = None
 
     # -- what the model expects -------------------------------------------------------------
     @property
@@ -129,6 +138,15 @@ class Predictor:
         self.device = torch.device(device)
         self.dtype = dtype
         self.network.to(device=self.device, dtype=dtype)
+        return self.use_runtime(self.runtime_choice)
+
+    def use_runtime(self, choice: str) -> Predictor:
+        """Run the network with ``choice`` (auto, onnx, torch) where the device and the model's
+        export allow; else with torch, and ``runtime_note`` says why."""
+        self.runtime_choice = choice
+        name, self.runtime_note = choose_runtime(choice, self.device, self.export, self.dtype)
+        if name != self.runtime.name:
+            self.runtime = build_runtime(name, self.network, self.export_directory, self.export)
         return self
 
     # -- inference ----------------------------------------------------------------------------
@@ -296,7 +314,7 @@ class Predictor:
             series=None if series is None else torch.as_tensor(series, device=self.device),  # (n,)
         )
         with torch.inference_mode():
-            out = run_network(self.network, batch)
+            out = self.runtime(batch)  # torch, or ONNX Runtime on the exported graph
             weights = out.attention_per_step() if return_attention else None  # (n, H, L)
         target_centre, target_spread = centre[:, :, 0], spread[:, :, 0]  # (n, 1)
         mean = out.mean.float().cpu().numpy().astype(np.float64) * target_spread + target_centre
@@ -331,7 +349,8 @@ class Predictor:
         return directory
 
     @classmethod
-    def load(cls, directory: str | Path) -> Predictor:
+    def load(cls, directory: str | Path, runtime: str = "auto") -> Predictor:
+        """``runtime``: what runs the network (``use_runtime``)."""
         directory = Path(directory)
         meta = json.loads((directory / META_FILE).read_text())
         config = ForecastConfig.model_validate(meta["config"])
@@ -357,4 +376,5 @@ class Predictor:
         }
         predictor.clock = meta.get("clock", LEGACY)
         predictor.mase_scales = {key: float(value) for key, value in meta.get("mase_scales", {}).items()}
-        return predictor
+        predictor.export, predictor.export_directory = ExportReport.load(directory), directory
+        return predictor.use_runtime(runtime)

@@ -1,6 +1,7 @@
 """The MLflow pyfunc that packs a trained Predictor (network weights, config, fitted scaler,
-window sizes, feature names), so ``mlflow.pyfunc.load_model(...).predict(raw windows)`` and
-``mlflow models serve`` return forecasts in original units."""
+window sizes, feature names, and the network's ONNX export where it was verified), so
+``mlflow.pyfunc.load_model(...).predict(raw windows)`` and ``mlflow models serve`` return forecasts
+in original units; ``INFERENCE_RUNTIME`` picks what runs the network (``forecaster/runtime.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from mlflow.types.schema import ParamSchema, ParamSpec, Schema, TensorSpec
 
 from forecaster.data.clock import instants_on_clock
 from forecaster.predictor import Predictor
+from forecaster.runtime import runtime_from_environment
 
 ARTIFACT_KEY = "predictor"
 
@@ -30,7 +32,7 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
     predictor: Predictor
 
     def load_context(self, context: mlflow.pyfunc.PythonModelContext) -> None:
-        self.predictor = Predictor.load(context.artifacts[ARTIFACT_KEY])
+        self.predictor = Predictor.load(context.artifacts[ARTIFACT_KEY], runtime_from_environment())
 
     def predict(
         self,
@@ -108,7 +110,7 @@ def input_example_for(
 def pip_requirements() -> list[str]:
     from importlib.metadata import version
 
-    packages = ["torch", "pytorch-lightning", "pandas", "numpy", "mlflow", "pydantic"]
+    packages = ["torch", "pytorch-lightning", "pandas", "numpy", "mlflow", "pydantic", "onnxruntime"]
     return [f"{p}=={version(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
 
 

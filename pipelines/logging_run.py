@@ -10,11 +10,13 @@ from typing import Any
 import matplotlib.pyplot as plt
 import mlflow
 import pandas as pd
+import torch
 import yaml
 from mlflow.models.model import ModelInfo
 
 from forecaster.data.datamodule import Prepared, PreparedPanel
 from forecaster.evaluation import MODEL, Evaluation
+from forecaster.onnx_export import BATCH_SIZES, export_network, held_out_rows
 from forecaster.predictor import Predictor
 from forecaster.pyfunc import (
     ForecastPyfunc,
@@ -236,17 +238,31 @@ def log_figure(figure: plt.Figure, path: str) -> None:
     plt.close(figure)
 
 
+def held_out_inputs(prepared: Prepared) -> dict[str, torch.Tensor]:
+    """Up to 64 test windows as the network takes them (model_inputs' batch): what the ONNX
+    export is checked on, windows no fit saw."""
+    dataset = prepared.dataset("test")
+    rows = held_out_rows(len(dataset), min(len(dataset), max(BATCH_SIZES)))
+    return dataset.__getitems__(rows.tolist())
+
+
 def log_pyfunc_model(predictor: Predictor, prepared: Prepared) -> ModelInfo:
+    """The pyfunc model, with the network's ONNX export beside its weights when ONNX Runtime
+    reproduces it on held-out windows; the run is tagged with the runtimes the model carries
+    (``runtimes``, ``onnx_export``), which the model's metadata repeats for the registered version."""
     windows = prepared.parts[0].windows("test")
     ahead = windows.future_covariates()
     example = input_example_for(
         predictor, windows.past()[:1], windows.past_times()[:1], None if ahead is None else ahead[:1]
     )
     with tempfile.TemporaryDirectory(prefix="forecaster-model-") as tmp:
+        directory = save_predictor_dir(predictor, tmp)
+        export = export_network(predictor.network, held_out_inputs(prepared), Path(directory))
+        mlflow.set_tags(export.tags())
         return mlflow.pyfunc.log_model(
             name="model",
             python_model=ForecastPyfunc(),
-            artifacts={"predictor": save_predictor_dir(predictor, tmp)},
+            artifacts={"predictor": directory},
             signature=signature_for(predictor),
             input_example=example,
             pip_requirements=pip_requirements(),
@@ -258,6 +274,7 @@ def log_pyfunc_model(predictor: Predictor, prepared: Prepared) -> ModelInfo:
                 "panel": predictor.is_panel,
                 "frequency": predictor.frequency,
                 "family": predictor.config.model.family,
+                **export.tags(),
             },
         )
 

@@ -21,6 +21,7 @@ from forecaster.data.datamodule import Prepared, prepare
 from forecaster.data.source import load_from_config
 from forecaster.data.splitting import selection_splits
 from forecaster.errors import ForecasterError
+from forecaster.onnx_export import runtime_tags
 from forecaster.predictor import Predictor
 from forecaster.selection import evaluate_selection
 from pipelines.locks import promotion_lock
@@ -264,6 +265,7 @@ def register_run(run_id: str, name: str) -> str:
         "family": run.data.tags.get("model.family", ""),
         "test_mae": f"{metrics['test_mae']:.6g}",
         **({} if selection is None else {SELECTION_METRIC: f"{selection:.6g}"}),
+        **runtime_tags(run.data.tags),
     }
     description = f"{tags['family']} on {tags['dataset']}: test MAE {tags['test_mae']} (run {run_id})"
     return str(register(f"runs:/{run_id}/model", name, tags, description).version)

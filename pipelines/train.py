@@ -14,6 +14,7 @@ from pytorch_lightning.callbacks import Callback, LearningRateMonitor
 from forecaster.data.datamodule import prepare
 from forecaster.data.source import load_from_config
 from forecaster.evaluation import MODEL, evaluate
+from forecaster.onnx_export import runtime_tags
 from forecaster.selection import evaluate_selection
 from forecaster.training import train_model
 from pipelines.config import RunConfig
@@ -199,6 +200,7 @@ def run_training(
                     "family": config.model.family,
                     "test_mae": f"{test.metrics[MODEL]['mae']:.6g}",
                     "selection_mae": f"{selection.metrics[MODEL]['mae']:.6g}",
+                    **runtime_tags(info.metadata),
                 },
                 description=(
                     f"{config.model.family} forecasting {prepared.series.target} of {name}, "

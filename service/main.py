@@ -94,7 +94,13 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         torch.set_num_threads(settings.torch_threads)
         torch.set_flush_denormal(True)
         bound_registry_calls(settings.registry_timeout_s, settings.registry_retries)
-        store = ModelStore(settings.mlflow_tracking_uri, settings.model_uri, settings.device, settings.dtype)
+        store = ModelStore(
+            settings.mlflow_tracking_uri,
+            settings.model_uri,
+            settings.device,
+            settings.dtype,
+            runtime=settings.inference_runtime,
+        )
         batcher = Batcher(
             metrics, settings.max_batch_windows, settings.max_wait_ms, settings.max_queued_windows
         )
@@ -211,7 +217,11 @@ def start_shadow(
         log.warning("CHALLENGER_MODEL_URI is set but no FORECAST_LOG_URL: the challenger is not loaded")
         return None, None
     store = ModelStore(
-        settings.mlflow_tracking_uri, settings.challenger_model_uri, settings.device, settings.dtype
+        settings.mlflow_tracking_uri,
+        settings.challenger_model_uri,
+        settings.device,
+        settings.dtype,
+        runtime=settings.inference_runtime,
     )
     loader = Reloader(
         store,

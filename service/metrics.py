@@ -74,6 +74,13 @@ class ServiceMetrics:
             registry=self.registry,
             multiprocess_mode="liveall",
         )
+        self.model_runtime = Gauge(
+            "forecast_model_runtime",
+            "1 for what runs the served model's network (runtime: torch or onnx)",
+            ["runtime"],
+            registry=self.registry,
+            multiprocess_mode="liveall",
+        )
         self.reloads = Counter(
             "forecast_model_reloads_total", "Model (re)loads by outcome", ["outcome"], registry=self.registry
         )

@@ -53,6 +53,8 @@ class LoadedModel:
     predictor: Predictor
     device: str
     training_metrics: dict[str, float] = field(default_factory=dict)
+    runtime: str = "torch"  # what runs the network (forecaster/runtime.py): torch or onnx
+    runtime_note: str | None = None  # why it is torch where ONNX was asked for (or auto's pick)
     loaded_at: float = field(default_factory=time.time)
 
     def predict(
@@ -145,9 +147,16 @@ class ModelStore:
     up after ``lock_timeout`` seconds instead of queueing behind it."""
 
     def __init__(
-        self, tracking_uri: str, model_uri: str, device: str, dtype: str, lock_timeout: float = 1.0
+        self,
+        tracking_uri: str,
+        model_uri: str,
+        device: str,
+        dtype: str,
+        lock_timeout: float = 1.0,
+        runtime: str = "auto",
     ) -> None:
         self.tracking_uri = tracking_uri
+        self.runtime = runtime  # INFERENCE_RUNTIME
         self.model_uri = model_uri
         self.device = pick_device(device)
         self.dtype = DTYPES[dtype] if self.device.startswith("cuda") else torch.float32
@@ -167,8 +176,19 @@ class ModelStore:
         mlflow.set_tracking_uri(self.tracking_uri)
         model = mlflow.pyfunc.load_model(ref.load_uri)
         predictor: Predictor = model.unwrap_python_model().predictor
-        predictor.to(self.device, self.dtype)
-        loaded = LoadedModel(ref, predictor, self.device, training_metrics(self.client(), ref.run_id))
+        predictor.to(self.device, self.dtype).use_runtime(self.runtime)
+        if predictor.runtime_note and self.runtime == "onnx":
+            log.warning(
+                "INFERENCE_RUNTIME=onnx but %s serves with torch: %s", ref.shown_uri, predictor.runtime_note
+            )
+        loaded = LoadedModel(
+            ref,
+            predictor,
+            self.device,
+            training_metrics(self.client(), ref.run_id),
+            runtime=predictor.runtime.name,
+            runtime_note=predictor.runtime_note,
+        )
         self.warm_up(loaded)
         return loaded
 
@@ -207,7 +227,13 @@ class ModelStore:
             self.current = loaded  # atomic swap: requests already batched keep the old object
             out_of_the_collectors_way()
             self._succeeded()
-            log.info("serving %s (version %s) on %s", ref.shown_uri, ref.version, self.device)
+            log.info(
+                "serving %s (version %s) on %s with %s",
+                ref.shown_uri,
+                ref.version,
+                self.device,
+                loaded.runtime,
+            )
             return True, f"now serving {ref.shown_uri}"
         finally:
             self._lock.release()

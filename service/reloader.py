@@ -76,6 +76,8 @@ class Reloader:
         version = float(ref.version) if ref.version and ref.version.isdigit() else 0.0
         self.metrics.model_version.clear()
         self.metrics.model_version.labels(ref.name or "unregistered").set(version)
+        self.metrics.model_runtime.clear()
+        self.metrics.model_runtime.labels(self.store.current.runtime).set(1)
 
     async def run(self) -> None:
         """Load until it works (backoff), then watch the alias every ``interval`` seconds."""

@@ -112,6 +112,8 @@ async def describe_model(store: Store) -> ModelDescription:
         interval_levels=p.interval_levels,
         device=model.device,
         dtype=str(p.dtype).removeprefix("torch."),
+        runtime=model.runtime,
+        runtime_note=model.runtime_note,
     )
 
 

@@ -218,6 +218,12 @@ class ModelDescription(BaseModel):
     interval_levels: list[float]
     device: str
     dtype: str
+    runtime: Literal["torch", "onnx"] = Field(
+        description="what runs the network: torch, or ONNX Runtime on the export verified at registration"
+    )
+    runtime_note: str | None = Field(
+        None, description="why it is torch where INFERENCE_RUNTIME asked for ONNX (or auto would have)"
+    )
 
 
 class ForecastLogHealth(BaseModel):

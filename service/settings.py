@@ -17,7 +17,14 @@ class ServiceSettings(MonitoringSettings):
     model_uri: str = Field(DEFAULT_MODEL_URI, description="models:/NAME@ALIAS etc.")
     device: str = Field("auto", description="auto (CUDA when available), cpu, cuda, cuda:1")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="reduced only on CUDA")
-    torch_threads: int = Field(1, ge=1, description="per process; more threads fight on small boxes")
+    torch_threads: int = Field(
+        1, ge=1, description="per process, torch's and ONNX Runtime's; more threads fight on small boxes"
+    )
+    inference_runtime: Literal["auto", "onnx", "torch"] = Field(
+        "auto",
+        description="what runs the network: ONNX Runtime on the version's verified export, torch, or "
+        "auto (ONNX on a CPU, torch on CUDA); a version without an export serves with torch",
+    )
     max_batch_windows: int = Field(256, ge=1, description="windows per forward pass")
     max_wait_ms: float = Field(2.0, ge=0, description="how long a batch waits for company")
     max_queued_windows: int = Field(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -87,13 +88,25 @@ def test_registered_pyfunc_reloads_in_a_fresh_process_with_identical_forecasts(t
     prepared = prepare_series(load_from_config(config.data), config.forecast_config())
     windows = prepared.windows("test").past()[:, :, 0]  # raw, unscaled (N, L)
     np.save(tmp_path / "windows.npy", windows)
-    subprocess.run(
-        [sys.executable, "-c", RELOAD, tracking_uri, tmp_path / "windows.npy", tmp_path / "out.npy"],
-        check=True,
-        timeout=120,
+    for runtime in ("torch", "onnx"):  # the network trained, and its export verified at logging
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                RELOAD,
+                tracking_uri,
+                tmp_path / "windows.npy",
+                tmp_path / f"{runtime}.npy",
+            ],
+            check=True,
+            timeout=120,
+            env={**os.environ, "INFERENCE_RUNTIME": runtime},
+        )
+    np.testing.assert_array_equal(np.load(tmp_path / "torch.npy"), outcome.test_forecasts)
+    scale = prepared.scaler.std[0]  # the export's tolerance (1e-5 on the network's scale) in units
+    np.testing.assert_allclose(
+        np.load(tmp_path / "onnx.npy"), outcome.test_forecasts, rtol=0, atol=1e-5 * scale
     )
-    reloaded = np.load(tmp_path / "out.npy")
-    np.testing.assert_array_equal(reloaded, outcome.test_forecasts)
 
 
 def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tracking_uri):
@@ -145,6 +158,7 @@ def test_register_command_registers_an_existing_run(tracking_uri):
     assert result.exit_code == 0, result.output
     version = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("later", "champion")
     assert version.run_id == trained["run_id"]
+    assert version.tags["runtimes"] == "torch,onnx"  # from the run's tags, as `train --register` does
 
 
 def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
