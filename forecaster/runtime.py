@@ -4,9 +4,9 @@ Both take the batch ``model_inputs`` assembles and return the network's ``Foreca
 level normalisation, intervals and everything else around the network stay one code path in the
 predictor; only this call differs. ``INFERENCE_RUNTIME`` (the service's setting) picks: ``torch``,
 ``onnx``, or ``auto``: ONNX Runtime on a CPU when the model carries a verified export (it runs
-the same graph faster, most at batch 1: benchmarks/README.md has the figures), torch on CUDA (ONNX Runtime's CPU
-build is what is installed; cuDNN serves the GPU). A version without a verified export serves
-with torch whatever is asked, and ``choose_runtime`` says why."""
+the same graph faster, most at batch 1: benchmarks/README.md has the figures), torch on CUDA
+(ONNX Runtime's CPU build is what is installed; cuDNN serves the GPU). A version without a
+verified export serves with torch whatever is asked, and ``choose_runtime`` says why."""
 
 from __future__ import annotations
 
