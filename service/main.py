@@ -94,13 +94,7 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
         torch.set_num_threads(settings.torch_threads)
         torch.set_flush_denormal(True)
         bound_registry_calls(settings.registry_timeout_s, settings.registry_retries)
-        store = ModelStore(
-            settings.mlflow_tracking_uri,
-            settings.model_uri,
-            settings.device,
-            settings.dtype,
-            runtime=settings.inference_runtime,
-        )
+        store = model_store(settings, settings.model_uri)
         batcher = Batcher(
             metrics, settings.max_batch_windows, settings.max_wait_ms, settings.max_queued_windows
         )
@@ -170,6 +164,18 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
 PROTECTED = ("/v1/predict", "/v1/model", "/v1/actuals", "/v1/monitor", "/v1/admin/status", "/v1/admin/reload")
 
 
+def model_store(settings: ServiceSettings, model_uri: str) -> ModelStore:
+    """The store of the served model or of the shadow challenger: the same registry, device,
+    dtype and inference runtime for both, so the two are compared like for like."""
+    return ModelStore(
+        settings.mlflow_tracking_uri,
+        model_uri,
+        settings.device,
+        settings.dtype,
+        runtime=settings.inference_runtime,
+    )
+
+
 def start_forecast_log(settings: ServiceSettings, metrics: ServiceMetrics) -> ForecastLog | None:
     """The forecast log's writer, when FORECAST_LOG_URL is set. Creating it touches no database
     (the writer migrates it on first use): an unreachable one shows in /readyz and the metrics,
@@ -216,13 +222,7 @@ def start_shadow(
     if forecast_log is None:
         log.warning("CHALLENGER_MODEL_URI is set but no FORECAST_LOG_URL: the challenger is not loaded")
         return None, None
-    store = ModelStore(
-        settings.mlflow_tracking_uri,
-        settings.challenger_model_uri,
-        settings.device,
-        settings.dtype,
-        runtime=settings.inference_runtime,
-    )
+    store = model_store(settings, settings.challenger_model_uri)
     loader = Reloader(
         store,
         ServiceMetrics(),
