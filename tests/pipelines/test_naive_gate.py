@@ -41,7 +41,7 @@ def test_a_model_worse_than_naive_is_registered_but_gets_no_alias_without_the_fl
     assert model > naive
     assert outcome["registered_version"] == "1" and outcome["promoted"] is False
     assert holder(tracking_uri, "gated") is None  # the alias had no holder, and still has none
-    line = " ".join(trained.stdout.split())
+    line = " ".join(trained.stderr.split())  # with --json, the human lines are on stderr
     assert "registered gated v1; did not take @champion" in line
     assert f"{model:.4f}" in line and f"{naive:.4f}" in line and "not below the naive" in line
     assert FLAG in line
