@@ -239,9 +239,10 @@ def log_figure(figure: plt.Figure, path: str) -> None:
 
 
 def held_out_inputs(prepared: Prepared) -> dict[str, torch.Tensor]:
-    """Up to 64 test windows as the network takes them (model_inputs' batch): what the ONNX
-    export is checked on, windows no fit saw."""
-    dataset = prepared.dataset("test")
+    """Up to 64 selection windows as the network takes them (model_inputs' batch): what the ONNX
+    export is checked on. Windows no fit or early stopping saw, and not test's: whether the graph
+    is kept decides what serves, and no decision reads the test split."""
+    dataset = prepared.dataset("selection")
     rows = held_out_rows(len(dataset), min(len(dataset), max(BATCH_SIZES)))
     return dataset.__getitems__(rows.tolist())
 
