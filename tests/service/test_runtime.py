@@ -5,7 +5,6 @@ version without a verified export (one registered before exports existed) with t
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 from urllib.request import url2pathname
@@ -18,6 +17,7 @@ import torch
 from forecaster.onnx_export import ONNX_FILE, REPORT_FILE
 from tests.conftest import TINY
 from tests.service.conftest import serving, train_registered
+from tests.waiting import until
 
 pytestmark = pytest.mark.slow
 
@@ -68,11 +68,12 @@ def answer(store: str, model: str, runtime: str) -> tuple[dict, list[dict], str]
 
 def counted_metrics(client) -> str:
     """/metrics once the reloader has counted the load (just after the model is ready)."""
-    deadline = time.monotonic() + 10
-    while "forecast_model_runtime{" not in (text := client.get("/metrics").text):
-        assert time.monotonic() < deadline, "the load was never counted"
-        time.sleep(0.05)
-    return text
+
+    def counted() -> str | None:
+        text = client.get("/metrics").text
+        return text if "forecast_model_runtime{" in text else None
+
+    return until(counted, "the load counted in /metrics")
 
 
 def assert_same_forecasts(onnx: list[dict], eager: list[dict]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -15,6 +14,7 @@ from service.model_store import ModelStore, not_ready_reason
 from service.registry_store import NoStoreError
 from tests.conftest import REPO, free_port
 from tests.servers import running
+from tests.waiting import until
 
 STORE = "sqlite:///mlflow.db"  # serve's default
 MODEL = "models:/demo-forecaster@champion"  # serve's default
@@ -63,10 +63,12 @@ def test_serve_in_an_empty_folder_creates_no_file_and_names_the_uri_and_store(tm
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(port)]
     with running(command, f"{url}/healthz", tmp_path / "serve.log", env={"PYTHONPATH": str(REPO)}):
-        deadline = time.monotonic() + 60
-        while "no model at" not in (ready := answer(f"{url}/readyz"))[1]:
-            assert time.monotonic() < deadline, ready
-            time.sleep(0.2)
+
+        def reason_given() -> tuple[int, str] | None:
+            said = answer(f"{url}/readyz")
+            return said if "no model at" in said[1] else None
+
+        ready = until(reason_given, "/readyz's reason")
         predicted = answer(f"{url}/v1/predict", json.dumps({"series": [{"values": [1.0] * 20}]}).encode())
     for status, text in (ready, predicted):
         assert status == 503, text
