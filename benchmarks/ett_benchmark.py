@@ -20,8 +20,11 @@ network, look-back, horizon, seed and commit) are skipped, so an interrupted pla
 
 Decisions read no test data: one configuration per network (NETWORKS, fixed before any run), used
 at every horizon; early stopping on the validation rows; the row marked "chosen" at each look-back
-and horizon is the network with the lowest mean selection MSE (the later part of validation, see
-forecaster/data/splitting.py), whatever test says.
+and horizon is the network with the lowest mean selection MSE, whatever test says. Selection is
+the rolling-origin rule (issue 34, forecaster/selection.py): the mean over SELECTION_FOLDS folds laid
+back from the test split, each as long as the selection period. Every run records each fold's
+figures, so the tables can also show what the one-window rule (k = 1: fold 1 alone) would have
+picked from the very same models, and how well each rule's order agrees with test's.
 """
 
 from __future__ import annotations
@@ -132,6 +135,14 @@ PUBLISHED = {
 }
 
 HORIZONS = {96: [24, 48, 96, 168, 336, 720], 336: [96, 192, 336, 720]}
+
+# k of the selection rule. ETTh1's validation is 4 months; the selection period is its second half
+# (split.selection 0.5), so k = 2 is the most folds as long as it that fit, and it keeps the
+# early-stopping and calibration rows of k = 1: the two rules then score the very same trained
+# models, and each fold holds 721 windows even at H=720 (shorter folds, e.g. k = 4 of one month,
+# would hold a single window there). Fold 2 is late June to late August 2017, fold 1 late August to
+# late October: together they span the summer-to-autumn change that one fold saw half of.
+SELECTION_FOLDS = 2
 SEGMENTED = {name for name, settings in NETWORKS.items() if settings.get("segment_length")}
 
 
@@ -258,6 +269,7 @@ def run_record(outcome, plan: Plan, horizon: int, seed: int, seconds: float, std
         "test_windows": outcome.test_windows,
         "test": scaled(outcome.metrics),
         "selection": scaled(outcome.selection_metrics),
+        "selection_folds": [scaled(fold) for fold in outcome.selection_by_fold],  # fold 1 first
         "coverage_80": outcome.intervals.get("80", {}).get("coverage"),
         "run_id": outcome.run_id,
     }
@@ -269,7 +281,7 @@ def run_config(lookback: int, horizon: int, network: str, seed: int, epochs: int
     return RunConfig.model_validate(
         {
             "data": {"dataset": "etth1"},
-            "split": PAPER_SPLIT,
+            "split": {**PAPER_SPLIT, "selection_folds": SELECTION_FOLDS},
             "window": {"lookback": lookback, "horizon": horizon, "stride": 1},
             "model": {"dropout": 0.1, "level_norm": "last", **NETWORKS[network]},
             "train": {
@@ -285,6 +297,7 @@ def run_config(lookback: int, horizon: int, network: str, seed: int, epochs: int
             "tracking": {
                 "experiment": "ett-benchmark",
                 "run_name": f"{network}-L{lookback}-H{horizon}-seed{seed}",
+                "onnx_export": False,  # compared, never served: the seconds are training's
             },
         }
     )

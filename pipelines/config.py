@@ -23,6 +23,12 @@ class TrackingConfig(StrictModel):
     allow_worse_than_naive: bool = Field(
         False, description="give the alias even when the model's selection MAE is not below naive's"
     )
+    onnx_export: bool = Field(
+        True,
+        description="export the network to ONNX beside its weights (kept only when ONNX Runtime "
+        "matches torch); false skips it: the model then serves with torch. For runs that are only "
+        "compared, never served: at L=336, H=720 the export and its check took minutes",
+    )
 
 
 class RunConfig(ForecastConfig):

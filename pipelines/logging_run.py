@@ -16,7 +16,7 @@ from mlflow.models.model import ModelInfo
 
 from forecaster.data.datamodule import Prepared, PreparedPanel
 from forecaster.evaluation import MODEL, Evaluation
-from forecaster.onnx_export import BATCH_SIZES, export_network, held_out_rows
+from forecaster.onnx_export import BATCH_SIZES, ExportReport, export_network, held_out_rows
 from forecaster.predictor import Predictor
 from forecaster.pyfunc import (
     ForecastPyfunc,
@@ -247,10 +247,11 @@ def held_out_inputs(prepared: Prepared) -> dict[str, torch.Tensor]:
     return dataset.__getitems__(rows.tolist())
 
 
-def log_pyfunc_model(predictor: Predictor, prepared: Prepared) -> ModelInfo:
+def log_pyfunc_model(predictor: Predictor, prepared: Prepared, onnx_export: bool = True) -> ModelInfo:
     """The pyfunc model, with the network's ONNX export beside its weights when ONNX Runtime
-    reproduces it on held-out windows; the run is tagged with the runtimes the model carries
-    (``runtimes``, ``onnx_export``), which the model's metadata repeats for the registered version."""
+    reproduces it on held-out windows (unless ``onnx_export`` is off: tracking.onnx_export); the
+    run is tagged with the runtimes the model carries (``runtimes``, ``onnx_export``), which the
+    model's metadata repeats for the registered version."""
     windows = prepared.parts[0].windows("test")
     ahead = windows.future_covariates()
     example = input_example_for(
@@ -258,7 +259,11 @@ def log_pyfunc_model(predictor: Predictor, prepared: Prepared) -> ModelInfo:
     )
     with tempfile.TemporaryDirectory(prefix="forecaster-model-") as tmp:
         directory = save_predictor_dir(predictor, tmp)
-        export = export_network(predictor.network, held_out_inputs(prepared), Path(directory))
+        if onnx_export:
+            export = export_network(predictor.network, held_out_inputs(prepared), Path(directory))
+        else:
+            export = ExportReport(verified=False, reason="skipped: tracking.onnx_export is false")
+            export.save(Path(directory))
         mlflow.set_tags(export.tags())
         return mlflow.pyfunc.log_model(
             name="model",

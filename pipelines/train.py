@@ -51,7 +51,7 @@ class TrainingOutcome:
     model_uri: str
     family: str
     metrics: dict[str, dict[str, float]]  # forecaster name -> metric -> value (test split)
-    selection_metrics: dict[str, dict[str, float]]  # the same on the selection window
+    selection_metrics: dict[str, dict[str, float]]  # the same on the selection score's folds (mean)
     test_windows: int
     seconds: float
     epochs: int
@@ -61,6 +61,7 @@ class TrainingOutcome:
     test_forecasts: np.ndarray | None = field(default=None, repr=False)  # (N, H) as computed here
     intervals: dict[str, dict[str, float]] = field(default_factory=dict)  # "80" -> coverage, width
     per_series: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # a panel's, test
+    selection_by_fold: list[dict[str, dict[str, float]]] = field(default_factory=list)  # fold 1 first
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -166,7 +167,7 @@ def run_training(
         test, val = (evaluate(trained.predictor, prepared, split) for split in ("test", "val"))  # reported
         # what models are chosen by: the mean over split.selection_folds folds (forecaster/selection.py)
         selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.selection_folds)
-        info = log_pyfunc_model(trained.predictor, prepared)
+        info = log_pyfunc_model(trained.predictor, prepared, config.tracking.onnx_export)
         log_evaluation(test, val, selection, run_name, model_id=info.model_id)
         log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})
         outcome = TrainingOutcome(
@@ -176,6 +177,7 @@ def run_training(
             family=config.model.family,
             metrics=test.metrics,
             selection_metrics=selection.metrics,
+            selection_by_fold=[fold.metrics for fold in selection.folds] or [selection.metrics],
             test_windows=test.windows,
             seconds=0.0,
             epochs=trained.epochs_run,
