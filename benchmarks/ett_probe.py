@@ -62,11 +62,12 @@ def run_probe(config, std: float) -> dict[str, float]:
 
 
 def committed_selection(network: str) -> dict[tuple[int, int, int], float]:
-    """(look-back, horizon, seed) -> selection MSE of the committed runs of ``network``."""
+    """(look-back, horizon, seed) -> selection MSE of the committed runs of ``network`` scored
+    by today's rule (bench.SELECTION_FOLDS folds): a ratio to another rule's score means nothing."""
     return {
         (r["lookback"], r["horizon"], r["seed"]): r["selection"]["model"]["mse"]
         for r in bench.read_runs(bench.RAW_RESULTS)
-        if r["network"] == network
+        if r["network"] == network and len(r.get("selection_folds", [])) == bench.SELECTION_FOLDS
     }
 
 
@@ -148,6 +149,7 @@ def main() -> None:
             "horizon": horizon,
             "seed": seed,
             "commit": code,
+            "selection_folds": config.split.selection_folds,
             **run_probe(config, std),
         }
         records.append(record)
