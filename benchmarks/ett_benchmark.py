@@ -428,17 +428,124 @@ class Row:
         return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
+def on_current_rule(run: dict) -> bool:
+    """Whether ``run`` was scored by today's selection rule: each of SELECTION_FOLDS folds recorded
+    (runs made before issue 34 hold the selection period alone, k = 1)."""
+    return len(run.get("selection_folds", [])) == SELECTION_FOLDS
+
+
 def grouped(runs: list[dict]) -> dict[tuple[int, str, int], Row]:
+    """The runs of each (look-back, network, horizon); where some were scored by today's rule,
+    only those (a row never mixes the two rules' selection figures)."""
     rows: dict[tuple[int, str, int], Row] = {}
     for run in runs:
         rows.setdefault((run["lookback"], run["network"], run["horizon"]), Row([])).runs.append(run)
+    for key, row in rows.items():
+        current = [run for run in row.runs if on_current_rule(run)]
+        rows[key] = Row(current or row.runs)
     return rows
 
 
+def current(row: Row) -> bool:
+    return on_current_rule(row.runs[0])
+
+
 def chosen(rows: dict[tuple[int, str, int], Row], lookback: int, horizon: int) -> str | None:
-    """The network with the lowest mean selection MSE here: the pick, made without test data."""
+    """The network with the lowest mean selection MSE here, among the rows scored by today's rule
+    (or all rows when none is): the pick, made without test data."""
     here = {net: row for (lb, net, h), row in rows.items() if lb == lookback and h == horizon}
+    if any(current(row) for row in here.values()):
+        here = {net: row for net, row in here.items() if current(row)}
     return min(here, key=lambda net: here[net].mean_std("selection", "mse")[0]) if here else None
+
+
+def fold_mse(row: Row, folds: int) -> float:
+    """Mean over seeds of the selection MSE the first ``folds`` folds give (fold 1 alone: k = 1)."""
+    return statistics.mean(
+        statistics.mean(fold["model"]["mse"] for fold in run["selection_folds"][:folds]) for run in row.runs
+    )
+
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    result = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            result[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return result
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman's rank correlation: Pearson's on the ranks."""
+    return statistics.correlation(ranks(a), ranks(b))
+
+
+def rank_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
+    """How well each selection rule predicts test, from the same trained models: at every look-back
+    and horizon, the pick of k = 1 (fold 1, the selection period alone) and of k = SELECTION_FOLDS
+    (the mean over folds), each pick's test MSE against the best network's on test, and Spearman's
+    correlation of selection and test MSE over the networks. Fold 2 against fold 1 is measured
+    before test: how much one fold's order says about the next."""
+    k = SELECTION_FOLDS
+    lines = [
+        f"### Selection against test (k = 1 vs k = {k}, the same runs)",
+        "",
+        f"Networks scored by today's rule only (every fold recorded). Pick: the lowest mean selection MSE "
+        f"(k = 1: fold 1, the selection period; k = {k}: the mean over folds 1-{k}); "
+        "its test MSE and how far it is above the best network on test; rho: Spearman's correlation of "
+        "mean selection and mean test MSE over the networks; folds: fold 2's order against fold 1's "
+        "(both before test).",
+        "",
+        f"| L | H | networks | best on test | k = 1 pick | k = {k} pick | rho k = 1 | rho k = {k} | folds 2 vs 1 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    tally = {1: [], k: []}
+    for lookback, horizons in HORIZONS.items():
+        for horizon in horizons:
+            here = {
+                net: row
+                for (lb, net, h), row in rows.items()
+                if lb == lookback and h == horizon and current(row)
+            }
+            if len(here) < 3:
+                continue
+            names = sorted(here)
+            test = {net: here[net].mean_std("test", "mse")[0] for net in names}
+            best = min(names, key=test.__getitem__)
+            cells = []
+            for folds in (1, k):
+                score = {net: fold_mse(here[net], folds) for net in names}
+                pick = min(names, key=score.__getitem__)
+                regret = test[pick] / test[best] - 1
+                rho = spearman([score[n] for n in names], [test[n] for n in names])
+                tally[folds].append((pick == best, regret, rho))
+                cells.append((f"{pick} ({test[pick]:.4f}, +{regret:.1%})", rho))
+            fold2 = [
+                statistics.mean(r["selection_folds"][1]["model"]["mse"] for r in here[n].runs) for n in names
+            ]
+            agree = spearman(fold2, [fold_mse(here[n], 1) for n in names])
+            lines.append(
+                f"| {lookback} | {horizon} | {len(names)} | {best} ({test[best]:.4f}) | {cells[0][0]} | "
+                f"{cells[1][0]} | {cells[0][1]:+.2f} | {cells[1][1]:+.2f} | {agree:+.2f} |"
+            )
+    if not tally[1]:
+        return []
+    lines.append("")
+    for folds in (1, k):
+        hits, regrets, rhos = zip(*tally[folds], strict=True)
+        lines.append(
+            f"k = {folds}: the pick was the best on test in {sum(hits)} of {len(hits)} cells; its test MSE "
+            f"was on average {statistics.mean(regrets):.1%} above the best (worst {max(regrets):.1%}); "
+            f"mean rho {statistics.mean(rhos):+.2f}."
+        )
+    lines.append("")
+    return lines
 
 
 def render(runs: list[dict]) -> str:
@@ -452,7 +559,9 @@ def render(runs: list[dict]) -> str:
         f"ETTh1 univariate (OT), paper protocol; z-score std of OT on train rows = {std:.4f} degC; "
         f"{len(runs)} runs at commit(s) {', '.join(commits)}.",
         "Cells: test MSE/MAE on the z-scored scale; learned models: mean over seeds +- sample std (n). "
-        "(chosen): the network with the lowest mean selection MSE at that look-back and horizon.",
+        f"(chosen): the network with the lowest mean selection MSE (the mean over {SELECTION_FOLDS} "
+        "folds) at that look-back and horizon; [k=1]: runs made before the rolling-origin rule, "
+        "scored on the selection period alone, so not among the picks.",
         "",
     ]
     for lookback, horizons in HORIZONS.items():
@@ -482,7 +591,8 @@ def render(runs: list[dict]) -> str:
                     continue
                 (mse, smse), (mae, smae) = row.mean_std("test", "mse"), row.mean_std("test", "mae")
                 pick = " (chosen)" if chosen(rows, lookback, h) == network else ""
-                cells.append(f"{mse:.4f}/{mae:.4f} +-{smse:.4f}/{smae:.4f} (n={len(row.runs)}){pick}")
+                older = "" if current(row) else " [k=1]"
+                cells.append(f"{mse:.4f}/{mae:.4f} +-{smse:.4f}/{smae:.4f} (n={len(row.runs)}){pick}{older}")
             if any(cells):
                 lines.append(f"| **{network}** | " + " | ".join(cells) + " |")
         for paper, figures in PUBLISHED[lookback].items():
@@ -519,6 +629,7 @@ def render(runs: list[dict]) -> str:
             "" if first[h] is None else f"{first[h]['test']['naive']['mae_c']:.3f} degC" for h in horizons
         ]
         lines += ["| naive: MAE degC | " + " | ".join(naive_c) + " |", ""]
+    lines += rank_table(rows)
     hours = sum(r["seconds"] for r in runs) / 3600
     lines.append(f"Training time of these runs: {hours:.1f} h in all.")
     return "\n".join(lines)

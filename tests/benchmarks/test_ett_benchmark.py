@@ -11,7 +11,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def record(network: str, seed: int, selection_mse: float, test_mse: float, horizon: int = 24) -> dict:
+def record(
+    network: str,
+    seed: int,
+    selection_mse: float,
+    test_mse: float,
+    horizon: int = 24,
+    folds: tuple[float, ...] | None = None,
+) -> dict:
     def scores(mse: float) -> dict:
         return {
             "model": {"mse": mse, "mae": mse / 2, "mae_c": mse * 9},
@@ -34,7 +41,15 @@ def record(network: str, seed: int, selection_mse: float, test_mse: float, horiz
         "selection": scores(selection_mse),
         "coverage_80": 0.8,
         "run_id": f"{network}-{seed}",
+        **({} if folds is None else {"selection_folds": [scores(mse) for mse in folds]}),
     }
+
+
+def rendered(tmp_path, runs: list[dict]) -> str:
+    raw = tmp_path / "runs.jsonl"
+    raw.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    command = [sys.executable, str(REPO / "benchmarks/ett_benchmark.py"), "--render", "--results", str(raw)]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
 
 def test_the_chosen_row_is_picked_on_selection_not_test(tmp_path):
@@ -105,3 +120,31 @@ def test_only_seeds_adds_chosen_seeds_and_names_a_bad_value():
         )
         assert done.returncode != 0 and "--only-seeds: " in done.stderr and says in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_the_rolling_origin_rule_picks_and_the_rank_table_compares_it_with_one_fold(tmp_path):
+    """Three networks scored on both folds: fold 1 alone (k = 1) favours `a`, the mean of the two
+    folds `b`, which is also best on test. The table marks `b` chosen, and its rank rows say what
+    each rule picked from the same runs. A run scored by the old rule (no folds) is shown but
+    never picked, however low its selection figure."""
+    fold_figures = {"a": (0.10, 0.30), "b": (0.12, 0.20), "c": (0.14, 0.28)}  # means .20 / .16 / .21
+    test_figures = {"a": 0.07, "b": 0.05, "c": 0.06}
+    runs = [
+        record(net, 0, selection_mse=sum(folds) / 2, test_mse=test_figures[net], folds=folds)
+        for net, folds in fold_figures.items()
+    ]
+    runs.append(record("old", 0, selection_mse=0.01, test_mse=0.09))
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
+    ett_benchmark.NETWORKS.update({name: {} for name in ("a", "b", "c", "old")})
+    table = ett_benchmark.render(runs)
+    row = {net: next(line for line in table.splitlines() if line.startswith(f"| **{net}**")) for net in "abc"}
+    assert "(chosen)" in row["b"] and "(chosen)" not in row["a"] + row["c"]
+    old = next(line for line in table.splitlines() if line.startswith("| **old**"))
+    assert "[k=1]" in old and "(chosen)" not in old
+    rank = next(line for line in table.splitlines() if line.startswith("| 96 | 24 | 3 |"))
+    assert "| b (0.0500) | a (0.0700, +40.0%) | b (0.0500, +0.0%) |" in rank
+    assert "| -0.50 | +0.50 | -0.50 |" in rank  # rho k=1, rho k=2, fold 2 against fold 1
+    assert "k = 1: the pick was the best on test in 0 of 1 cells" in table
+    assert "k = 2: the pick was the best on test in 1 of 1 cells" in table

@@ -28,7 +28,7 @@ def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert set(record) == {
-        *("network", "sets", "lookback", "horizon", "seed", "commit"),
+        *("network", "sets", "lookback", "horizon", "seed", "commit", "selection_folds"),
         *("selection_mse", "selection_naive_mse", "epochs", "seconds"),
     }
     assert record["sets"] == ["train.epochs=1"] and record["epochs"] == 1
@@ -41,10 +41,10 @@ def test_ratios_are_against_the_committed_runs_of_the_same_seeds():
 
     committed = committed_selection("seg-lstm")
     doubled = [
-        {"lookback": 96, "horizon": 24, "seed": s, "selection_mse": 2 * committed[(96, 24, s)]}
+        {"lookback": 336, "horizon": 96, "seed": s, "selection_mse": 2 * committed[(336, 96, s)]}
         for s in (0, 1)
     ]
-    unknown = [{"lookback": 96, "horizon": 24, "seed": 99, "selection_mse": 0.05}]
+    unknown = [{"lookback": 336, "horizon": 96, "seed": 99, "selection_mse": 0.05}]
     lines = summary(doubled, "seg-lstm")
     assert "2.000x committed" in lines[0] and lines[-1].endswith("over 1 cells: 2.000")
     assert "no committed runs of these seeds" in summary(unknown, "seg-lstm")[0]

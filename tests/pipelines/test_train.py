@@ -198,3 +198,14 @@ def test_quantile_model_trains_and_reports_its_own_intervals(tracking_uri):
     run = mlflow.MlflowClient(tracking_uri).get_run(result["run_id"])
     assert 0 < run.data.metrics["test_coverage_80"] <= 1
     assert run.data.params["model.quantiles"] == "0.1,0.5,0.9"
+
+
+def test_a_run_without_the_onnx_export_serves_with_torch(tracking_uri, tmp_path):
+    """tracking.onnx_export false (runs only compared, e.g. the ETT benchmark's) skips the export:
+    the run says so in its tags and the model still predicts, with torch."""
+    trained = train_json(tracking_uri, "tracking.onnx_export=false")
+    tags = mlflow.MlflowClient(tracking_uri).get_run(trained["run_id"]).data.tags
+    assert tags["runtimes"] == "torch" and "tracking.onnx_export is false" in tags["onnx_export"]
+    out = tmp_path / "next.csv"
+    predict_csv(trained["model_uri"], tracking_uri, out)
+    assert len(out.read_text().splitlines()) == 1 + 4
