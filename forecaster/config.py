@@ -94,12 +94,14 @@ class SplitConfig(StrictModel):
         "conformal calibration and model selection (promotion, compare) use them",
     )
     selection_folds: int = Field(
-        1,
+        2,
         ge=1,
         description="k: the selection score (promotion, compare, sweep) is the mean MAE over k "
         "disjoint folds, each as long as the selection period, laid back from the test split: the "
         "selection period, then the end of the early-stopping rows (forecaster/selection.py says "
-        "why); 1 = the selection period alone. k folds need k * selection <= 1",
+        "why); 1 = the selection period alone. k folds need k * selection <= 1; left unset, as "
+        "many as fit up to 2 (the two halves of validation at the default selection of 0.5, the "
+        "rule the ETTh1 benchmark chose, benchmarks/README.md)",
     )
 
     @field_validator("selection_folds")
@@ -123,6 +125,8 @@ class SplitConfig(StrictModel):
             raise ValueError("split: train + val + test must sum to 1")
         if self.val_start is not None and self.test_start <= self.val_start:
             raise ValueError("split: test_start must come after val_start")
+        if "selection_folds" not in self.model_fields_set:  # the default yields to a longer selection
+            self.selection_folds = max(1, min(self.selection_folds, int(1 / self.selection + 1e-9)))
         return self
 
 

@@ -21,6 +21,7 @@ COLUMNS = {
     "params.model.hidden_size": "hidden",
     "params.model.layers": "layers",
     "metrics.selection_mae": "selection MAE",
+    "params.split.selection_folds": "k",
     "metrics.naive_selection_mae": "naive sel. MAE",
     "metrics.test_mae": "test MAE",
     "metrics.naive_test_mae": "naive test MAE",
@@ -45,6 +46,7 @@ JSON_KEYS = {
     "hidden": "hidden_size",
     "layers": "layers",
     "selection MAE": "selection_mae",
+    "k": "selection_folds",
     "naive sel. MAE": "naive_selection_mae",
     "test MAE": "test_mae",
     "naive test MAE": "naive_test_mae",
@@ -68,6 +70,7 @@ def compare_runs(experiment: str, limit: int = 50) -> pd.DataFrame:
     if runs.empty:
         return pd.DataFrame(columns=[*COLUMNS.values(), "seconds", "version", "status", "run id", RUN_ID])
     view = pd.DataFrame({label: runs.get(column) for column, label in COLUMNS.items()})
+    view["k"] = view["k"].fillna("1")  # runs logged before split.selection_folds scored one fold
     view["seconds"] = (runs["end_time"] - runs["start_time"]).dt.total_seconds()
     aliases: dict[str, dict[str, list[str]]] = {}  # model name -> version -> its aliases
     view["version"] = [registered_as(run_id, aliases) for run_id in runs["run_id"]]
@@ -123,6 +126,14 @@ def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
     runs = runs.drop(columns=RUN_ID)
     if runs["status"].eq("FINISHED").all():
         runs = runs.drop(columns="status")
+    rules = sorted(runs["k"].dropna().unique())
+    if len(rules) > 1:  # selection MAEs over different folds: the order is not like for like
+        title += (
+            f"; k: selection folds, which differ ({', '.join(rules)}): `forecast evaluate --model-uri "
+            "runs:/ID/model` scores a run on today's folds"
+        )
+    else:
+        runs = runs.drop(columns="k")
     columns = list(runs.columns)
     rows = [
         [formatted(column, value) for column, value in zip(columns, record, strict=True)]
@@ -131,7 +142,8 @@ def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
     table(title, columns, rows)
 
 
-INTEGER_PARAMS = {"lookback", "horizon", "hidden_size", "layers"}  # MLflow stores params as text
+# MLflow stores params as text
+INTEGER_PARAMS = {"lookback", "horizon", "hidden_size", "layers", "selection_folds"}
 
 
 def json_value(key: str, value: object) -> object:

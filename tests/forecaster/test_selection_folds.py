@@ -72,8 +72,16 @@ def test_folds_are_disjoint_as_long_as_selection_and_inside_validation():
             assert not these & other
 
 
+def test_the_default_is_the_two_halves_of_validation_or_what_fits():
+    """Unset, k is 2 (the ETTh1 benchmark's rule) and yields to a selection period too long for
+    two folds; set explicitly, a k that does not fit is refused (below)."""
+    assert SplitConfig().selection_folds == 2
+    assert SplitConfig(selection=0.6).selection_folds == 1
+    assert SplitConfig(selection=0.3).selection_folds == 2
+    assert SplitConfig.model_validate(SplitConfig(selection=0.6).model_dump()).selection_folds == 1
+
+
 def test_one_fold_is_todays_selection_window():
-    assert SplitConfig().selection_folds == 1
     assert selection_splits(1) == ("selection",)
     series = wavy()
     one, four = prepare_series(series, config(folds=1)), prepare_series(series, config(folds=4))

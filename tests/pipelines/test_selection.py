@@ -6,6 +6,7 @@ it, and two promotions at once cannot let the worse candidate win."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 
 import mlflow
@@ -200,3 +201,19 @@ def test_with_three_selection_folds_the_selection_score_is_their_mean(tracking_u
     assert again == pytest.approx(by_fold["selection_mae_by_fold"], rel=1e-5)
     assert prepared.borders.rows(selection_splits(3)[-1])[0] >= prepared.borders.train_end
     assert logged["selection_mae"] != pytest.approx(again[0])  # not the selection period alone
+
+
+def test_compare_says_when_runs_were_scored_on_different_folds(tracking_uri):
+    """A run scored by one fold (k = 1, as every run before the default became 2) beside one scored
+    by two: compare shows k and says the order is not like for like; with one rule it stays quiet."""
+    one = train_json(tracking_uri, "split.selection_folds=1")
+    two = train_json(tracking_uri)  # the default: the two halves of validation
+    listed = forecast("compare", "--tracking-uri", tracking_uri, "--json")
+    assert listed.exit_code == 0, listed.output
+    folds = {row["run_id"]: row["selection_folds"] for row in json.loads(listed.stdout)["runs"]}
+    assert folds == {one["run_id"]: 1, two["run_id"]: 2}
+    shown = " ".join(forecast("compare", "--tracking-uri", tracking_uri).stdout.split())
+    assert "k: selection folds, which differ (1, 2)" in shown and "forecast evaluate" in shown
+    mlflow.MlflowClient(tracking_uri).delete_run(one["run_id"])
+    alone = " ".join(forecast("compare", "--tracking-uri", tracking_uri).stdout.split())
+    assert "which differ" not in alone
