@@ -166,7 +166,12 @@ class ModelConfig(StrictModel):
         "encoder reads L/w segments. Seq2seq (direct decoder): the encoder reads L/w segments and the "
         "decoder emits H/w segments of w steps, attending over the L/w segment states",
     )
-    highway: int = Field(0, ge=0, description="linear autoregressive skip over the last N steps (LSTNet)")
+    highway: int = Field(
+        0,
+        ge=0,
+        description="linear autoregressive skip over the last N steps (LSTNet), added to the "
+        "network's output: many-to-one networks and the seq2seq direct decoder",
+    )
     quantiles: list[float] = Field(
         default_factory=list, description="quantile outputs (with train.loss=quantile); empty = point"
     )
@@ -188,6 +193,11 @@ class ModelConfig(StrictModel):
     def _decoder_needs_seq2seq(self) -> ModelConfig:
         if self.decoder != "autoregressive" and self.architecture != "seq2seq":
             raise ValueError("model.decoder: only seq2seq has a decoder (set architecture: seq2seq)")
+        if self.highway and self.architecture == "seq2seq" and self.decoder != "direct":
+            raise ValueError(
+                "model.highway: a seq2seq model needs decoder: direct (the autoregressive decoder "
+                "feeds its own outputs back, which a skip added afterwards would not be)"
+            )
         return self
 
     @property

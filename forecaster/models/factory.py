@@ -41,6 +41,7 @@ def build_network(
             attention=config.attention,
             decoder=config.decoder,
             segment_length=config.segment_length,
+            highway=config.highway,
         )
     else:
         core = RecurrentForecaster(**common, segment_length=config.segment_length, highway=config.highway)

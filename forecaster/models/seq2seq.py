@@ -54,10 +54,11 @@ class Seq2SeqForecaster(nn.Module):
         quantiles: list[float] | None = None,
         decoder: str = "autoregressive",
         segment_length: int = 0,
+        highway: int = 0,
     ) -> None:
         super().__init__()
-        if segment_length and decoder != "direct":
-            raise ValueError("segment_length needs the direct decoder")
+        if (segment_length or highway) and decoder != "direct":
+            raise ValueError("segment_length and highway need the direct decoder")
         self.horizon = horizon
         self.segment = segment_length or 1
         self.embed = None
@@ -80,8 +81,10 @@ class Seq2SeqForecaster(nn.Module):
             self.direct = DirectDecoder(
                 cell, horizon, future_size, hidden_size, layers, dropout, context_size, outputs, self.segment
             )
+            # LSTNet's linear skip over the last ``highway`` steps, as the many-to-one networks have it
+            self.highway = nn.Linear(highway, horizon) if highway else None
         else:
-            self.direct = None
+            self.direct, self.highway = None, None
             decoder_input = 1 + future_size + context_size  # previous y, calendar, context
             self.decoder = recurrent_layer(cell, decoder_input, hidden_size, layers, dropout, False)
             self.output = nn.Linear(hidden_size + context_size, outputs)
@@ -109,6 +112,9 @@ class Seq2SeqForecaster(nn.Module):
             )
         # target and teacher_forcing are ignored: nothing is fed back, so there is nothing to force
         outputs, attention = self.direct(state, encoded, fixed_context, future, self.attention, keys)
+        if self.highway is not None:
+            recent = past[:, -self.highway.in_features :, 0]  # (B, k): the target's last k steps
+            outputs = outputs + self.highway(recent).unsqueeze(-1)  # (B, H, Q or 1)
         w = self.segment
         if not self.quantiles:  # outputs (B, H, 1), attention (B, H/w, L/w) or None
             return Forecast(mean=outputs.squeeze(-1), attention=attention, segment=w)  # (B, H)

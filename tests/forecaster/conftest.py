@@ -38,6 +38,9 @@ NETWORKS = {
     ),
     "lstm-segments": dict(cell="lstm", segment_length=4),
     "gru-highway": dict(cell="gru", highway=6),
+    "seq2seq-direct-attention-highway": dict(
+        architecture="seq2seq", decoder="direct", attention="bahdanau", highway=6
+    ),
     "lstm-quantiles": dict(cell="lstm", quantiles=[0.1, 0.5, 0.9]),
     "seq2seq-attention-quantiles": dict(
         architecture="seq2seq", attention="bahdanau", quantiles=[0.1, 0.5, 0.9]

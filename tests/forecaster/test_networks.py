@@ -211,6 +211,29 @@ def test_decoder_choice_is_for_seq2seq_only():
     assert ModelConfig(architecture="seq2seq").family == "seq2seq-lstm-bahdanau"
 
 
+def test_the_direct_decoders_highway_adds_the_linear_skip_and_the_step_by_step_one_refuses_it():
+    """The seq2seq highway is the many-to-one networks' LSTNet skip: with the rest of the network's
+    output held fixed, the forecast moves by exactly the skip's linear map of the last k steps."""
+    from forecaster.config import ModelConfig
+
+    with pytest.raises(ValueError, match="model.highway: a seq2seq model needs decoder: direct"):
+        ModelConfig(architecture="seq2seq", decoder="autoregressive", highway=4)
+    torch.manual_seed(0)
+    config = ModelConfig(
+        architecture="seq2seq", decoder="direct", hidden_size=8, layers=1, highway=4, level_norm="last"
+    )
+    network = build_network(config, 1, 0, 5).eval()
+    past = torch.randn(3, 12, 1)  # (B, L, F)
+    with torch.no_grad():
+        before = network(past).mean  # (B, H)
+        skip = network.network.highway
+        skip.weight.add_(1.0)  # only the skip changes: the difference is its linear map
+        after = network(past).mean
+    level = past[:, -1:, 0]  # level_norm "last": the network sees the window relative to its last value
+    expected = (past[:, -4:, 0] - level) @ torch.ones(4, 5)  # (B, H)
+    assert torch.allclose(after - before, expected, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", [n for n in NETWORKS if "quantiles" in n])
 def test_quantile_outputs_are_ordered_and_the_median_is_the_point_forecast(name):
     from forecaster.config import ModelConfig
