@@ -456,14 +456,20 @@ def chosen(rows: dict[tuple[int, str, int], Row], lookback: int, horizon: int) -
     here = {net: row for (lb, net, h), row in rows.items() if lb == lookback and h == horizon}
     if any(current(row) for row in here.values()):
         here = {net: row for net, row in here.items() if current(row)}
-    return min(here, key=lambda net: here[net].mean_std("selection", "mse")[0]) if here else None
+    return min(here, key=lambda net: fold_mse(here[net])) if here else None
 
 
-def fold_mse(row: Row, folds: int) -> float:
-    """Mean over seeds of the selection MSE the first ``folds`` folds give (fold 1 alone: k = 1)."""
-    return statistics.mean(
-        statistics.mean(fold["model"]["mse"] for fold in run["selection_folds"][:folds]) for run in row.runs
-    )
+def folds_mse(run: dict, folds: int) -> float:
+    """One run's selection MSE over its first ``folds`` folds: the mean of their MSEs (fold 1
+    alone: k = 1). Runs made before the folds were recorded have their selection period's only."""
+    if "selection_folds" not in run:
+        return run["selection"]["model"]["mse"]
+    return statistics.mean(fold["model"]["mse"] for fold in run["selection_folds"][:folds])
+
+
+def fold_mse(row: Row, folds: int = SELECTION_FOLDS) -> float:
+    """Mean over seeds of ``folds_mse``: what the pick and the tables' selection MSE read."""
+    return statistics.mean(folds_mse(run, folds) for run in row.runs)
 
 
 def ranks(values: list[float]) -> list[float]:
@@ -482,8 +488,11 @@ def ranks(values: list[float]) -> list[float]:
 
 
 def spearman(a: list[float], b: list[float]) -> float:
-    """Spearman's rank correlation: Pearson's on the ranks."""
-    return statistics.correlation(ranks(a), ranks(b))
+    """Spearman's rank correlation: Pearson's on the ranks (NaN when one side is all ties)."""
+    try:
+        return statistics.correlation(ranks(a), ranks(b))
+    except statistics.StatisticsError:
+        return float("nan")
 
 
 def rank_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
@@ -616,7 +625,7 @@ def render(runs: list[dict]) -> str:
                 if row is None:
                     cells.append("")
                     continue
-                selection = row.mean_std("selection", "mse")[0]
+                selection = fold_mse(row)
                 mae_c = row.mean_std("test", "mae_c")[0]
                 seconds = statistics.mean(r["seconds"] for r in row.runs)
                 per_epoch = statistics.mean(r["seconds"] / max(1, r["epochs"]) for r in row.runs)

@@ -77,6 +77,9 @@ class DataConfig(StrictModel):
         return self
 
 
+DEFAULT_SELECTION_FOLDS = 2  # the ETTh1 benchmark's rule (issue 34, benchmarks/README.md)
+
+
 class SplitConfig(StrictModel):
     """Chronological split by fractions, or by dates when ``val_start``/``test_start`` are set."""
 
@@ -93,23 +96,23 @@ class SplitConfig(StrictModel):
         description="share of the validation rows, at their end, that early stopping never sees: "
         "conformal calibration and model selection (promotion, compare) use them",
     )
-    selection_folds: int = Field(
-        2,
+    selection_folds: int | None = Field(
+        None,
         ge=1,
         description="k: the selection score (promotion, compare, sweep) is the mean MAE over k "
         "disjoint folds, each as long as the selection period, laid back from the test split: the "
         "selection period, then the end of the early-stopping rows (forecaster/selection.py says "
-        "why); 1 = the selection period alone. k folds need k * selection <= 1; left unset, as "
-        "many as fit up to 2 (the two halves of validation at the default selection of 0.5, the "
-        "rule the ETTh1 benchmark chose, benchmarks/README.md)",
+        "why); 1 = the selection period alone. k folds need k * selection <= 1. Unset: as many as "
+        "fit, up to 2 (the two halves of validation at the default selection of 0.5; issue 34, "
+        "benchmarks/README.md)",
     )
 
     @field_validator("selection_folds")
     @classmethod
-    def _folds_fit_in_validation(cls, folds: int, info: ValidationInfo) -> int:
+    def _folds_fit_in_validation(cls, folds: int | None, info: ValidationInfo) -> int | None:
         """Each fold is as long as the selection period and none may reach the training rows."""
         selection = info.data.get("selection")
-        if selection is not None and folds * selection > 1 + 1e-9:
+        if folds is not None and selection is not None and folds * selection > 1 + 1e-9:
             raise ValueError(
                 f"{folds} folds as long as the selection period (split.selection {selection} of "
                 f"validation) do not fit in validation: at most {int(1 / selection + 1e-9)}, or lower "
@@ -125,9 +128,16 @@ class SplitConfig(StrictModel):
             raise ValueError("split: train + val + test must sum to 1")
         if self.val_start is not None and self.test_start <= self.val_start:
             raise ValueError("split: test_start must come after val_start")
-        if "selection_folds" not in self.model_fields_set:  # the default yields to a longer selection
-            self.selection_folds = max(1, min(self.selection_folds, int(1 / self.selection + 1e-9)))
         return self
+
+    @property
+    def folds(self) -> int:
+        """k as used: ``selection_folds``, or unset, as many as fit up to DEFAULT_SELECTION_FOLDS
+        (resolved on each read, so a config saved unset stays unset through any later change of
+        ``selection``)."""
+        if self.selection_folds is not None:
+            return self.selection_folds
+        return max(1, min(DEFAULT_SELECTION_FOLDS, int(1 / self.selection + 1e-9)))
 
 
 class WindowConfig(StrictModel):

@@ -47,6 +47,20 @@ class Prediction:
     spread: np.ndarray | None = None  # (N,) the target's scale per window: what float32 is relative to
 
 
+def without_unused_highway(config: dict, state: dict[str, torch.Tensor]) -> dict:
+    """A saved config as the saved weights were trained: before issue 34 a seq2seq network ignored
+    ``model.highway`` (its weights have no skip), which is now built or refused; such a model
+    loads as it ran, without one."""
+    model = config.get("model", {})
+    if (
+        model.get("architecture") == "seq2seq"
+        and model.get("highway")
+        and not any(key.endswith("highway.weight") for key in state)
+    ):
+        return {**config, "model": {**model, "highway": 0}}
+    return config
+
+
 class Predictor:
     def __init__(
         self,
@@ -353,7 +367,8 @@ class Predictor:
         """``runtime``: what runs the network (``use_runtime``)."""
         directory = Path(directory)
         meta = json.loads((directory / META_FILE).read_text())
-        config = ForecastConfig.model_validate(meta["config"])
+        state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+        config = ForecastConfig.model_validate(without_unused_highway(meta["config"], state))
         calendar = calendar_feature_names(is_sub_daily(meta["frequency"]))
         network = build_network(
             config.model,
@@ -363,7 +378,6 @@ class Predictor:
             future_covariates=len(config.data.future_covariates),
             series_count=len(meta.get("series_scalers", {})),
         )
-        state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         network.load_state_dict(state)
         predictor = cls(
             network, config, StandardScaler.from_dict(meta["scaler"]), meta["features"], meta["frequency"]

@@ -740,8 +740,8 @@ def promote(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Move an alias to a version only if it beats the current holder and the naive forecast on the
-    candidate's selection window (the later part of validation, which neither was fitted on); test
-    decides nothing."""
+    candidate's selection folds (validation's, before test: split.selection_folds); test decides
+    nothing."""
     from pipelines.registry import promote as promote_version
     from pipelines.tracking import connect, resolve_tracking_uri
 

@@ -129,8 +129,8 @@ def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
     rules = sorted(runs["k"].dropna().unique())
     if len(rules) > 1:  # selection MAEs over different folds: the order is not like for like
         title += (
-            f"; k: selection folds, which differ ({', '.join(rules)}): `forecast evaluate --model-uri "
-            "runs:/ID/model` scores a run on today's folds"
+            f"; k: the selection folds each MAE is the mean over, which differ ({', '.join(rules)}): "
+            "not like for like (the promotion gate scores both models on the candidate's folds)"
         )
     else:
         runs = runs.drop(columns="k")

@@ -96,7 +96,7 @@ def evaluations(
     predictor = load_predictor(model_uri)
     config = config_with_data(predictor, data_config_for(predictor, overrides))
     prepared = prepare(load_from_config(config.data), config)
-    folds = config.split.selection_folds  # "selection" is the selection score, as training logged it
+    folds = config.split.folds  # the model's own k (saved before the field existed: the default)
     return config, [
         evaluate_selection(predictor, prepared, folds)
         if split == "selection"

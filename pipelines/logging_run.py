@@ -44,7 +44,8 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 def log_config_and_data(config: RunConfig, prepared: Prepared, dataset_name: str) -> None:
     resolved = config.model_dump(mode="json")
-    mlflow.log_params(flatten(resolved))
+    # k as used (compare's column), also when the config leaves it to the default
+    mlflow.log_params({**flatten(resolved), "split.selection_folds": str(config.split.folds)})
     mlflow.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.yaml")
     series = prepared.series
     splits = prepared.split_summary()

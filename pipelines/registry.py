@@ -72,7 +72,7 @@ def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> Prepared:
 def selection_mae(data_from: ForecastConfig, predictor: Predictor) -> float:
     """The selection score of ``predictor`` on ``data_from``'s data and selection folds (never test)."""
     prepared = prepared_for(data_from, predictor)
-    return evaluate_selection(predictor, prepared, data_from.split.selection_folds).metrics["model"]["mae"]
+    return evaluate_selection(predictor, prepared, data_from.split.folds).metrics["model"]["mae"]
 
 
 def split_start(prepared: Prepared, split: str) -> pd.Timestamp:
@@ -141,7 +141,7 @@ def _promote(
         return Promotion(False, f"version {version} already holds @{alias}", holder_version=holder)
     candidate = load_predictor(f"models:/{name}/{version}")
     prepared = prepared_for(candidate.config, candidate)
-    folds = candidate.config.split.selection_folds
+    folds = candidate.config.split.folds
     window = window_words(prepared, folds)
     problem = None
     if holder is not None:

@@ -80,6 +80,8 @@ def suggest(trial: optuna.Trial, base: RunConfig) -> RunConfig:
         model["teacher_forcing"] = trial.suggest_float("teacher_forcing", 0.0, 1.0)
         model["teacher_forcing_decay"] = trial.suggest_float("teacher_forcing_decay", 0.5, 1.0)
         model["segment_length"] = 0
+        if model.get("decoder", "autoregressive") != "direct":
+            model["highway"] = 0  # the step-by-step decoder has no linear skip (config refuses one)
     train["progress_bar"] = False
     return RunConfig.model_validate(data)
 
@@ -177,7 +179,7 @@ def run_sweep(
                 trial.set_user_attr("pruned", str(exc))
                 mlflow.end_run(status="KILLED")
                 raise optuna.TrialPruned(str(exc)) from None
-            selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.selection_folds)
+            selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.folds)
             value = selection.metrics["model"]["mae"]
             mlflow.log_metrics(
                 {"selection_mae": value, "naive_selection_mae": selection.metrics["naive"]["mae"]}

@@ -166,7 +166,7 @@ def run_training(
         mlflow.log_metrics({"epochs_run": trained.epochs_run, "train_seconds": trained.seconds})
         test, val = (evaluate(trained.predictor, prepared, split) for split in ("test", "val"))  # reported
         # what models are chosen by: the mean over split.selection_folds folds (forecaster/selection.py)
-        selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.selection_folds)
+        selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.folds)
         info = log_pyfunc_model(trained.predictor, prepared, config.tracking.onnx_export)
         log_evaluation(test, val, selection, run_name, model_id=info.model_id)
         log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})

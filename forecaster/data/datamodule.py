@@ -154,7 +154,7 @@ def prepare_series(
     prepared = PreparedSeries(
         series, borders, scaler, calendar, window.lookback, window.horizon, window.stride, future_scaler
     )
-    folds = selection_splits(config.split.selection_folds)[1:]  # fold 1 is the selection split
+    folds = selection_splits(config.split.folds)[1:]  # fold 1 is the selection split
     for split in (*SPLITS, *folds):
         if len(prepared.windows(split)) == 0:
             lo, hi = borders.rows(split)

@@ -1,5 +1,7 @@
 """Every network: shapes, learning one batch, determinism, attention weights, save/load."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -359,3 +361,29 @@ def test_segment_seq2seq_configs_are_checked(window, model, message):
                 "model": {"architecture": "seq2seq", "segment_length": 4, **model},
             }
         )
+
+
+@pytest.mark.parametrize("decoder", ["autoregressive", "direct"])
+def test_a_seq2seq_saved_when_highway_was_ignored_loads_as_it_ran(decoder, tmp_path):
+    """Before issue 34 a seq2seq network ignored model.highway: such a saved model (a highway in
+    its config, none in its weights) loads without one and forecasts the same numbers."""
+    from forecaster.predictor import META_FILE
+
+    config = ForecastConfig.model_validate(
+        {
+            "data": {"path": "x.csv", "time_column": "t", "target": "y", "calendar_features": False},
+            "window": {"lookback": L, "horizon": H},
+            "model": {"architecture": "seq2seq", "decoder": decoder, "hidden_size": 8, "layers": 1},
+        }
+    )
+    torch.manual_seed(0)
+    scaler = StandardScaler(mean=np.array([10.0, 0.0, 5.0]), std=np.array([2.0, 1.0, 3.0]))
+    predictor = Predictor(build_network(config.model, F, 0, H), config, scaler, ["y", "a", "b"], "h")
+    directory = predictor.save(tmp_path / "model")
+    meta = json.loads((directory / META_FILE).read_text())
+    meta["config"]["model"]["highway"] = 4  # as an older version saved it: set, never built
+    (directory / META_FILE).write_text(json.dumps(meta))
+    windows = np.random.default_rng(0).normal(10, 2, size=(3, L, F))
+    loaded = Predictor.load(directory)
+    assert loaded.config.model.highway == 0
+    np.testing.assert_array_equal(loaded.predict(windows).mean, predictor.predict(windows).mean)

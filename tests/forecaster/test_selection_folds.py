@@ -74,11 +74,14 @@ def test_folds_are_disjoint_as_long_as_selection_and_inside_validation():
 
 def test_the_default_is_the_two_halves_of_validation_or_what_fits():
     """Unset, k is 2 (the ETTh1 benchmark's rule) and yields to a selection period too long for
-    two folds; set explicitly, a k that does not fit is refused (below)."""
-    assert SplitConfig().selection_folds == 2
-    assert SplitConfig(selection=0.6).selection_folds == 1
-    assert SplitConfig(selection=0.3).selection_folds == 2
-    assert SplitConfig.model_validate(SplitConfig(selection=0.6).model_dump()).selection_folds == 1
+    two folds, also after a saved config's selection is changed; set explicitly, a k that does not
+    fit is refused (below)."""
+    assert SplitConfig().selection_folds is None and SplitConfig().folds == 2
+    assert SplitConfig(selection=0.6).folds == 1
+    assert SplitConfig(selection=0.3).folds == 2
+    saved = SplitConfig().model_dump()  # as a model's config.yaml keeps it
+    assert SplitConfig.model_validate({**saved, "selection": 0.6}).folds == 1
+    assert SplitConfig(selection_folds=1).folds == 1
 
 
 def test_one_fold_is_todays_selection_window():

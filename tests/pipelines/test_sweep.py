@@ -88,3 +88,25 @@ def test_workers_on_one_study_add_up_their_trials_and_register_the_best_once(pos
     versions = mlflow.MlflowClient(tracking).search_model_versions("name = 'swept'")
     assert len(versions) == 1  # the best registered once
     assert sum("another worker of this study re-trains" in output for output in outputs) == 1
+
+
+def test_a_seq2seq_trial_drops_the_base_configs_highway_the_step_by_step_decoder_has_not():
+    """A base config with a many-to-one highway stays sweepable: a seq2seq trial (step-by-step
+    decoder) is built without the skip instead of being refused and ending the study."""
+    import optuna
+
+    from pipelines.config import load_run_config
+    from pipelines.sweep import suggest
+
+    base = load_run_config(None, ["data.dataset=melbourne-temp", "window.lookback=14", "model.highway=7"])
+    trial = optuna.trial.FixedTrial(
+        {
+            "architecture": "seq2seq", "cell": "gru", "bidirectional": False, "hidden_size": 16,
+            "layers": 1, "dropout": 0.1, "lookback": 14, "learning_rate": 1e-3, "attention": "bahdanau",
+            "teacher_forcing": 0.5, "teacher_forcing_decay": 0.9,
+        }
+    )  # fmt: skip
+    config = suggest(trial, base)
+    assert config.model.architecture == "seq2seq" and config.model.highway == 0
+    many_to_one = suggest(optuna.trial.FixedTrial({**trial.params, "architecture": "many_to_one"}), base)
+    assert many_to_one.model.highway == 7
