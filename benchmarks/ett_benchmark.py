@@ -388,7 +388,7 @@ def main() -> None:
         left = elapsed / k * (len(todo) - k)
         print(
             f"[{k}/{len(todo)}, {elapsed / 60:.0f} min, ~{left / 60:.0f} min left] {plan.network:>17} "
-            f"L={plan.lookback:<3} H={horizon:<3} seed {seed}: selection MSE {record['selection']['model']['mse']:.4f}, "
+            f"L={plan.lookback:<3} H={horizon:<3} seed {seed}: selection MSE {folds_mse(record, SELECTION_FOLDS):.4f}, "
             f"test MSE {record['test']['model']['mse']:.4f} MAE {record['test']['model']['mae']:.4f} "
             f"({record['seconds']:.0f} s)",
             flush=True,
