@@ -55,3 +55,16 @@ def test_a_bad_setting_is_named_in_one_line():
     for bad, says in (("train.ema_decay=1", "train.ema_decay"), ("nonsense", "expected KEY=VALUE")):
         done = subprocess.run([*PROBE, "seg-gru", "--set", bad], capture_output=True, text=True, timeout=300)
         assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_readme_probe_table_is_the_committed_probes_rendered():
+    """benchmarks/README.md's table of the configurations tried on today's selection rule is what
+    `ett_probe.py --render` makes of the committed probes: no ratio in it is typed by hand."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+    import ett_probe
+
+    readme = (REPO / "benchmarks/README.md").read_text()
+    block = readme.partition(ett_probe.BEGIN)[2].partition(ett_probe.END)[0].strip("\n")
+    assert block == ett_probe.render(ett_benchmark.read_runs(ett_probe.PROBES))
+    assert "| seg-seq2seq-attention |" in block
