@@ -1,5 +1,6 @@
 """`forecast compare`: the experiment's model runs side by side, from mlflow.search_runs, best
-selection MAE first (the later part of validation, which no fit saw: what models are chosen by);
+selection MAE first (the mean over split.selection_folds folds of validation, before test: what
+models are chosen by);
 test MAE is shown beside it and decides nothing. Registered runs show their version and aliases."""
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ def print_comparison(experiment: str, runs: pd.DataFrame) -> None:
     only ever say FINISHED, is left out when every run finished."""
     title = (
         f"experiment {experiment!r}: {len(runs)} model run(s), best selection MAE first "
-        "(chosen on the later part of validation; test is only reported)"
+        "(chosen on the selection folds, validation's, before test; test is only reported)"
     )
     labels = runs["version"].dropna()  # "NAME vN @alias", or several joined by ", "
     names = {label.rsplit(" v", 1)[0] for label in labels}
