@@ -16,7 +16,7 @@ from pipelines import registry
 def gate(monkeypatch):
     """_promote with the model's and naive's selection MAE given, no MLflow behind it."""
     moved: list[str] = []
-    config = SimpleNamespace(split=SimpleNamespace(selection_folds=1))
+    config = SimpleNamespace(split=SimpleNamespace(folds=1))
     monkeypatch.setattr(registry, "load_predictor", lambda uri: SimpleNamespace(config=config))
     monkeypatch.setattr(registry, "prepared_for", lambda config, predictor: None)
     monkeypatch.setattr(registry, "window_words", lambda prepared, split: "selection window")
