@@ -170,7 +170,16 @@ def test_ctrl_c_before_the_run_exists_says_interrupted(tmp_path):
     assert not (tmp_path / "mlflow.db").exists()  # stopped before any run
 
 
-def test_lightnings_exit_after_a_ctrl_c_leaves_as_the_runs_interruption():
+@pytest.fixture
+def sigint_as_in_a_terminal():
+    """Python's own SIGINT handler while the test runs: pytest started as a background job of a
+    non-interactive shell inherits SIGINT ignored, which watching_sigint rightly leaves alone."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_lightnings_exit_after_a_ctrl_c_leaves_as_the_runs_interruption(sigint_as_in_a_terminal):
     """Lightning catches the KeyboardInterrupt in fit and calls sys.exit(1)."""
     with watching_sigint():
         with pytest.raises(RunInterrupted) as caught, naming_run("abc123", "lstm-x"):

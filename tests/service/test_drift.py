@@ -139,6 +139,10 @@ def test_a_level_shift_degrades_and_retraining_recovers(drifting, tmp_path):
             quiet_result = forecast(
                 "retrain", "--if-degraded", "--model-uri", MODEL, "--tracking-uri", drifting,
                 "--split", "0.9,0.07,0.03", "--data-dir", tmp_path / "retrain-data", "--quiet",
+                # the selection period alone: over the default two folds (this short validation's
+                # two halves) this tiny model is not below naive (naive's MAE 2.1850) and the gate
+                # rightly refuses it; this test is about the drift loop, not the selection rule
+                "--set", "split.selection_folds=1",
             )  # fmt: skip
             assert quiet_result.exit_code == 0, quiet_result.output
             assert "registered drifting v2; now holds @champion" in quiet_result.output
