@@ -7,6 +7,8 @@ earlier what loading would say later; this module imports pandas, never torch.""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,20 @@ from forecaster.errors import DataError
 PARQUET = {".parquet", ".pq"}  # as the loader reads them (forecaster/data/loading.py)
 
 
+def header_only(path: Path) -> io.StringIO:
+    """The CSV file's first record, read by Python and written back as a one-line CSV for pandas
+    to name the columns exactly as loading will (duplicates, empty names). Python reads it, not
+    pandas' C parser: a Ctrl-C while the file blocks (a FIFO, a stalled network mount) then stops
+    the command at once, where the C parser kept waiting for data."""
+    with path.open(newline="", encoding="utf-8-sig") as file:
+        first = next(csv.reader(file), None)
+    text = io.StringIO()
+    if first is not None:
+        csv.writer(text).writerow(first)
+    text.seek(0)
+    return text
+
+
 def file_columns(path: Path) -> list[str]:
     """The column names of a CSV file's header or a Parquet file's schema (a pandas index stored
     in the schema is listed too: the check may pass a file loading then refuses, never the
@@ -32,7 +48,7 @@ def file_columns(path: Path) -> list[str]:
             import pyarrow.parquet as pq
 
             return [str(name) for name in pq.read_schema(path).names]
-        return [str(name) for name in pd.read_csv(path, nrows=0, dtype=str).columns]
+        return [str(name) for name in pd.read_csv(header_only(path), nrows=0, dtype=str).columns]
     except Exception as exc:  # pandas and pyarrow raise many types; the user needs the file and why
         raise DataError(f"{path}: cannot be read as a table ({exc})") from None
 
