@@ -402,19 +402,20 @@ BEGIN, END = (
 )
 
 
-def with_tables(document: str, tables: str) -> str:
-    """``document`` with the text between its markers replaced by ``tables``: the README's
+def with_tables(document: str, tables: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """``document`` with the text between its ``markers`` replaced by ``tables``: the README's
     figures come from the raw results only, and a test checks they still do."""
-    head, begin, rest = document.partition(BEGIN)
-    _, end, tail = rest.partition(END)
+    opening, closing = markers
+    head, begin, rest = document.partition(opening)
+    _, end, tail = rest.partition(closing)
     if not begin or not end:
-        raise SystemExit(f"--readme: the file has no {BEGIN} ... {END} block")
-    return f"{head}{BEGIN}\n{tables}\n{END}{tail}"
+        raise SystemExit(f"--readme: the file has no {opening} ... {closing} block")
+    return f"{head}{opening}\n{tables}\n{closing}{tail}"
 
 
-def readme_tables(document: str) -> str:
-    """The generated block of a README, as ``render`` printed it."""
-    return document.partition(BEGIN)[2].partition(END)[0].strip("\n")
+def readme_tables(document: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
+    """The generated block of a README between ``markers``, as its render printed it."""
+    return document.partition(markers[0])[2].partition(markers[1])[0].strip("\n")
 
 
 @dataclass

@@ -171,12 +171,7 @@ def main() -> None:
         args = parser.parse_args()
         table = render(bench.read_runs(args.results))
         if args.readme:
-            text = args.readme.read_text()
-            head, begin, rest = text.partition(BEGIN)
-            _, end, tail = rest.partition(END)
-            if not begin or not end:
-                raise SystemExit(f"--readme: the file has no {BEGIN} ... {END} block")
-            args.readme.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
+            args.readme.write_text(bench.with_tables(args.readme.read_text(), table, (BEGIN, END)))
             print(f"wrote the probe table into {args.readme}")
         else:
             print(table)

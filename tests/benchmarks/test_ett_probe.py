@@ -65,6 +65,6 @@ def test_the_readme_probe_table_is_the_committed_probes_rendered():
     import ett_probe
 
     readme = (REPO / "benchmarks/README.md").read_text()
-    block = readme.partition(ett_probe.BEGIN)[2].partition(ett_probe.END)[0].strip("\n")
+    block = ett_benchmark.readme_tables(readme, (ett_probe.BEGIN, ett_probe.END))
     assert block == ett_probe.render(ett_benchmark.read_runs(ett_probe.PROBES))
     assert "| seg-seq2seq-attention |" in block
