@@ -5,7 +5,6 @@ states them."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import decoder_serving  # noqa: E402
+
+from tests.benchmarks.rendering import render_into_readme  # noqa: E402
 
 
 def wrk_run(server, model, runtime, connections, p50, p99, rps, cpu_us, round_no=1, **extra) -> dict:
@@ -99,13 +100,8 @@ def test_without_a_recorded_batch_the_cpu_target_uses_batch_32_and_says_so():
 def test_render_writes_between_the_markers_only(tmp_path):
     raw = tmp_path / "runtimes.json"
     raw.write_text(json.dumps(results()))
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\nbefore\n{decoder_serving.BEGIN}\nold table\n{decoder_serving.END}\nafter\n")
-    command = [sys.executable, str(REPO / "benchmarks/decoder_serving.py"), "--render", "--results", str(raw)]
-    subprocess.run([*command, "--readme", str(readme)], check=True, capture_output=True)
-    text = readme.read_text()
-    assert text.startswith("# Title\nbefore\n") and text.endswith(f"{decoder_serving.END}\nafter\n")
-    assert "old table" not in text and "| lstm | onnx (onnx) | 550 | 320 | 290 | 16.0 | 330 |" in text
+    text = render_into_readme(tmp_path, "decoder_serving.py", raw, decoder_serving.BEGIN, decoder_serving.END)
+    assert "| lstm | onnx (onnx) | 550 | 320 | 290 | 16.0 | 330 |" in text
     assert decoder_serving.readme_block(text) == decoder_serving.render(results())
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.benchmarks.rendering import render_into_readme
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -90,13 +92,8 @@ def test_render_writes_between_the_markers_only(tmp_path):
     sys.path.insert(0, str(REPO / "benchmarks"))
     import ett_benchmark
 
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\nbefore\n{ett_benchmark.BEGIN}\nold table\n{ett_benchmark.END}\nafter\n")
-    command = [sys.executable, str(REPO / "benchmarks/ett_benchmark.py"), "--render", "--results", str(raw)]
-    subprocess.run([*command, "--readme", str(readme)], check=True, capture_output=True)
-    text = readme.read_text()
-    assert text.startswith("# Title\nbefore\n") and text.endswith(f"{ett_benchmark.END}\nafter\n")
-    assert "old table" not in text and "| **lstm** |" in text
+    text = render_into_readme(tmp_path, "ett_benchmark.py", raw, ett_benchmark.BEGIN, ett_benchmark.END)
+    assert "| **lstm** |" in text
 
 
 def test_the_readme_peer_table_is_the_committed_peer_runs_rendered():
