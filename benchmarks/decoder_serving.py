@@ -58,6 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from provenance import commit  # noqa: E402
 from readme_block import read_block, write_block  # noqa: E402
 
 LOOKBACK = 96
@@ -179,13 +180,6 @@ def batch_counts(url: str) -> tuple[float, float]:
         if name in ("forecast_batch_windows_sum", "forecast_batch_windows_count"):
             found[name] = float(value)
     return found.get("forecast_batch_windows_sum", 0.0), found.get("forecast_batch_windows_count", 0.0)
-
-
-def commit() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
-
-    return git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "--", ".") else "")
 
 
 def versions() -> dict[str, str]:

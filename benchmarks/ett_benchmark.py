@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -41,6 +40,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from provenance import commit, machine  # noqa: E402
+
 RAW_RESULTS = REPO / "benchmarks" / "results" / "ett-runs.jsonl"
 
 PAPER_SPLIT = {"val_start": "2017-06-26", "test_start": "2017-10-24", "end": "2018-02-21"}
@@ -229,25 +231,18 @@ def ot_train_std() -> float:
     return float(prepare_series(load_from_config(config.data), config).scaler.std[0])
 
 
-def commit() -> str:
-    """The code the runs were made with (``+dirty`` when the tree had changes)."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
 def read_runs(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_record(outcome, plan: Plan, horizon: int, seed: int, seconds: float, std: float, code: str) -> dict:
+def run_record(
+    outcome, plan: Plan, horizon: int, seed: int, seconds: float, std: float, code: str, where: dict
+) -> dict:
     """One finished run, as committed: z-scored MSE/MAE (the papers' scale) and MAE in degC on
-    selection and test for the model and the baselines, with timing and interval coverage."""
+    selection and test for the model and the baselines, with timing, interval coverage, and the
+    code and machine it ran on (``provenance``)."""
 
     def scaled(metrics: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
         return {
@@ -261,6 +256,7 @@ def run_record(outcome, plan: Plan, horizon: int, seed: int, seconds: float, std
         "horizon": horizon,
         "seed": seed,
         "commit": code,
+        "machine": where,
         "settings": NETWORKS[plan.network],
         "train_settings": TRAINING.get(plan.network, {}),
         "std_c": std,
@@ -359,7 +355,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     plans = narrowed(full_plan(args.seeds) if args.full else cpu_plan(args.seeds), args)
     std = ot_train_std()
-    code = commit()
+    code, where = commit(), machine()
     done = {
         (r["network"], r["lookback"], r["horizon"], r["seed"])
         for r in read_runs(args.results)
@@ -381,7 +377,7 @@ def main() -> None:
         config = run_config(plan.lookback, horizon, plan.network, seed, args.epochs, args.accelerator)
         tick = time.perf_counter()
         outcome = run_training(config, args.tracking_uri)
-        record = run_record(outcome, plan, horizon, seed, time.perf_counter() - tick, std, code)
+        record = run_record(outcome, plan, horizon, seed, time.perf_counter() - tick, std, code, where)
         with args.results.open("a") as raw:
             raw.write(json.dumps(record) + "\n")
         elapsed = time.perf_counter() - started

@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
+from provenance import commit, machine  # noqa: E402
 
 PROBES = bench.REPO / "benchmarks" / "results" / "ett-probes.jsonl"
 
@@ -217,7 +218,7 @@ def main() -> None:
     except ConfigError as exc:
         raise SystemExit(str(exc)) from None
     std = bench.ot_train_std()
-    code = bench.commit()
+    code, where = commit(), machine()
     records = []
     for (lookback, horizon, seed), config in zip(plan, configs, strict=True):
         record = {
@@ -227,6 +228,7 @@ def main() -> None:
             "horizon": horizon,
             "seed": seed,
             "commit": code,
+            "machine": where,
             "k": config.split.folds,  # the selection folds its selection MSE is the mean over
             **run_probe(config, std),
         }

@@ -25,6 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from provenance import commit  # noqa: E402
+
 RAW_RESULTS = REPO / "benchmarks" / "results" / "flake_loop.json"
 
 # The tests that slept a fixed time for something to happen, or bounded a duration (issue 31).
@@ -93,11 +96,6 @@ def report(result: dict) -> str:
     outcome = "pass" if result["passed"] else "FAIL"
     line = f"run {result['run']}: {outcome} in {result['seconds']:.0f} s (load {result['load_1m']}): {result['summary']}"
     return "\n".join([line, *(f"    failed: {test}" for test in result["failed"])])
-
-
-def commit() -> str:
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
-    return found.stdout.strip()
 
 
 def loop(tests: list[str], minutes: float, hogs: int) -> dict:

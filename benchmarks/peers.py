@@ -38,7 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from ett_benchmark import commit, run_config  # noqa: E402
+from ett_benchmark import run_config  # noqa: E402
+from provenance import commit  # noqa: E402
 
 RAW_RESULTS = REPO / "benchmarks" / "results" / "peers-runs.jsonl"
 LOOKBACK = 96

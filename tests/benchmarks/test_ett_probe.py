@@ -28,10 +28,13 @@ def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert set(record) == {
-        *("network", "sets", "lookback", "horizon", "seed", "commit", "k"),
+        *("network", "sets", "lookback", "horizon", "seed", "commit", "machine", "k"),
         *("selection_mse", "selection_naive_mse", "epochs", "seconds"),
     }
     assert record["sets"] == ["train.epochs=1"] and record["epochs"] == 1
+    assert (
+        record["machine"]["cpu"] and record["machine"]["cpu_capability"] and record["machine"]["threads"] >= 1
+    )
     assert "selection MSE" in done.stdout and "test" not in done.stdout.lower()
 
 
