@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from provenance import commit, machine  # noqa: E402
+from readme_block import read_block, write_block  # noqa: E402
 
 RAW_RESULTS = REPO / "benchmarks" / "results" / "ett-runs.jsonl"
 
@@ -340,7 +341,7 @@ def main() -> None:
     if args.render:
         runs = [r for r in read_runs(args.results) if args.commit in (None, r["commit"])]
         if args.readme:
-            args.readme.write_text(with_tables(args.readme.read_text(), render(runs)))
+            write_block(args.readme, BEGIN, END, render(runs) + "\n")
             print(f"wrote the tables of {len(runs)} runs into {args.readme}")
         else:
             print(render(runs))
@@ -398,20 +399,10 @@ BEGIN, END = (
 )
 
 
-def with_tables(document: str, tables: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
-    """``document`` with the text between its ``markers`` replaced by ``tables``: the README's
-    figures come from the raw results only, and a test checks they still do."""
-    opening, closing = markers
-    head, begin, rest = document.partition(opening)
-    _, end, tail = rest.partition(closing)
-    if not begin or not end:
-        raise SystemExit(f"--readme: the file has no {opening} ... {closing} block")
-    return f"{head}{opening}\n{tables}\n{closing}{tail}"
-
-
 def readme_tables(document: str, markers: tuple[str, str] = (BEGIN, END)) -> str:
-    """The generated block of a README between ``markers``, as its render printed it."""
-    return document.partition(markers[0])[2].partition(markers[1])[0].strip("\n")
+    """The generated block of a README between ``markers``, as its render printed it (the
+    README's figures come from the raw results only, and a test checks they still do)."""
+    return read_block(document, *markers).rstrip("\n")
 
 
 @dataclass

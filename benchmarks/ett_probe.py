@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
 from provenance import commit, machine  # noqa: E402
+from readme_block import write_block  # noqa: E402
 
 PROBES = bench.REPO / "benchmarks" / "results" / "ett-probes.jsonl"
 
@@ -172,7 +173,7 @@ def main() -> None:
         args = parser.parse_args()
         table = render(bench.read_runs(args.results))
         if args.readme:
-            args.readme.write_text(bench.with_tables(args.readme.read_text(), table, (BEGIN, END)))
+            write_block(args.readme, BEGIN, END, table + "\n")
             print(f"wrote the probe table into {args.readme}")
         else:
             print(table)
