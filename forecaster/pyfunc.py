@@ -108,10 +108,16 @@ def input_example_for(
 
 
 def pip_requirements() -> list[str]:
+    """What a logged model says it needs, at the versions that made it. MLflow's is the imported
+    package's own version: where only mlflow-skinny is installed (as on the accelerator machine,
+    deploy/device/wheels.txt) there is no `mlflow` distribution to ask, and the version is the same."""
     from importlib.metadata import version
 
+    def installed(package: str) -> str:
+        return mlflow.__version__ if package == "mlflow" else version(package)
+
     packages = ["torch", "pytorch-lightning", "pandas", "numpy", "mlflow", "pydantic", "onnxruntime"]
-    return [f"{p}=={version(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
+    return [f"{p}=={installed(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
 
 
 def save_predictor_dir(predictor: Predictor, directory: str | Path) -> str:
