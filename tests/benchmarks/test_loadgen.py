@@ -31,11 +31,16 @@ def tiny_server(status: int = 200, close: bool = False, chunked: bool = False) -
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = next(
-                    int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
                 )
                 await reader.readexactly(length)
                 if chunked:
-                    headers, body = b"Transfer-Encoding: chunked\r\n", b"%x\r\n%s\r\n0\r\n\r\n" % (len(ANSWER), ANSWER)
+                    headers, body = (
+                        b"Transfer-Encoding: chunked\r\n",
+                        b"%x\r\n%s\r\n0\r\n\r\n" % (len(ANSWER), ANSWER),
+                    )
                 else:
                     headers, body = b"Content-Length: %d\r\n" % len(ANSWER), ANSWER
                 if close:

@@ -60,7 +60,9 @@ def test_what_the_carried_packages_and_the_project_ask_for_is_covered():
     for name in wheels.carried:
         for text in metadata.requires(name) or []:
             wanted = asked(text)
-            assert wanted is None or wanted in covered, f"{name} needs {wanted}: carry it or leave it, saying why"
+            assert wanted is None or wanted in covered, (
+                f"{name} needs {wanted}: carry it or leave it, saying why"
+            )
     for text in preflight.project_dependencies():
         wanted = asked(text)
         assert wanted in covered, f"pyproject.toml needs {wanted}: carry it or leave it, saying why"
