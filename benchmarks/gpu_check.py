@@ -419,7 +419,7 @@ def render(results: dict) -> str:
         cpu = results["floor"]["c32"]["client_cpu_us_per_request"]
         lines.append(
             f"- The client: {cpu:.0f} us of its CPU per request at c32 against the floor, so this one "
-            f"Python process asks at most about {1e6 / cpu:.0f} req/s; a figure near that is the client's."
+            f"Python process asks at most about {round(1e6 / cpu, -2):.0f} req/s; a figure near that is the client's."
         )
     stages = results["stages_s"]
     lines.append(
