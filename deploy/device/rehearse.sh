@@ -15,18 +15,6 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=${PYTHON:-python3.11}
 work=$REPO/.rehearsal
-out=$work/out
-args=()
-while [ $# -gt 0 ]; do
-	case $1 in
-	--out)
-		[ $# -ge 2 ] || { echo "rehearse.sh: --out needs a folder" >&2; exit 2; }
-		out=$2
-		shift 2
-		;;
-	*) args+=("$1"); shift ;;
-	esac
-done
 # what the check imports from the image, at the versions its docs give where pip has them for this
 # Python (onnx, onnxruntime, Lightning, torchmetrics), else requirements.lock's; pip adds their
 # dependencies, which must be in the image too
@@ -64,5 +52,6 @@ if [ -n "$extra" ]; then
 fi
 echo "the venv holds $("$venv_python" -m pip list --format=freeze | wc -l) packages, all in the image's list"
 
-PYTHON=$venv_python WHEELHOUSE=$work/wheelhouse "$REPO/deploy/device/gpu_check.sh" --rehearsal \
-	--out "$out" "${args[@]}"
+# the arguments (--out DIR among them) go to gpu_check.sh
+PYTHON=$venv_python WHEELHOUSE=$work/wheelhouse OUT=${OUT:-$work/out} "$REPO/deploy/device/gpu_check.sh" \
+	--rehearsal "$@"
