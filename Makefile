@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint format bench clean lock
+.PHONY: demo test test-fast coverage lint format bench clean lock
 
 # Installs are constrained by requirements.lock (every dependency pinned), so a release of any of
 # them cannot change what a fresh clone gets; `make lock` regenerates it after pyproject.toml changes.
@@ -24,16 +24,29 @@ lock: $(STAMP)
 demo: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipelines.demo
 
+# Two pytest-xdist workers (one per core of the 2-core machines this runs on; TEST_WORKERS=0 runs
+# in one process). Tests that share an expensive fixture carry an xdist_group mark and stay on one
+# worker (--dist loadgroup); the rest are handed out one by one.
+TEST_WORKERS ?= 2
+PYTEST := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
 test: $(STAMP)
 	$(BIN)/ruff check .
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 # The unit tier, for a working session (under 2 minutes on a 2-core machine): `make test` without the
 # tests marked slow (training or serving real models, end-to-end, servers, DDP) or integration
 # (external processes). `make test` stays the full suite, and CI's command.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -m "not slow and not integration" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow and not integration" $(PYTEST_ARGS)
+
+# The whole suite with line and branch coverage of forecaster/, monitoring/, service/ and pipelines/
+# (the processes tests start too: [tool.coverage.run] in pyproject.toml), into coverage.json:
+# what tests/suite_record.py records for tests/README.md's table
+coverage: $(STAMP)
+	rm -f .coverage .coverage.*
+	$(PYTEST) --cov --cov-report=term --cov-report=json:coverage.json $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
@@ -42,4 +55,4 @@ format: $(STAMP)
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) mlflow.db .forecast-locks mlartifacts mlruns lightning_logs .pytest_cache
+	rm -rf $(VENV) mlflow.db .forecast-locks mlartifacts mlruns lightning_logs .pytest_cache .coverage coverage.json

@@ -29,6 +29,11 @@ class TrackingConfig(StrictModel):
         "matches torch); false skips it: the model then serves with torch. For runs that are only "
         "compared, never served: at L=336, H=720 the export and its check took minutes",
     )
+    plots: bool = Field(
+        True,
+        description="log the forecast, error-by-step and attention plots (plots/*.png); false skips "
+        "them: for runs that are compared by their figures, never looked at one by one",
+    )
 
 
 class RunConfig(ForecastConfig):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import mlflow
 import pandas as pd
 import torch
 import yaml
+from mlflow.entities import Metric
 from mlflow.models.model import ModelInfo
 
 from forecaster.data.datamodule import Prepared, PreparedPanel
@@ -27,6 +29,8 @@ from forecaster.pyfunc import (
 )
 from pipelines import plots
 from pipelines.config import RunConfig
+
+MAX_METRICS_PER_BATCH = 1000  # MLflow's limit on the metrics of one log_batch
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -121,7 +125,12 @@ def headline_metrics(test: Evaluation, selection: Evaluation) -> dict[str, float
 
 
 def log_evaluation(
-    test: Evaluation, val: Evaluation, selection: Evaluation, title: str, model_id: str | None = None
+    test: Evaluation,
+    val: Evaluation,
+    selection: Evaluation,
+    title: str,
+    model_id: str | None = None,
+    plots: bool = True,
 ) -> None:
     """Model metrics as ``test_mae``, ``selection_mae`` (what models are chosen by) etc.; each
     baseline as ``naive_test_mae`` here and, in a nested run of its own, under the very same names
@@ -142,15 +151,13 @@ def log_evaluation(
         percent = round(100 * level)
         metrics[f"test_coverage_{percent}"] = result["coverage"]
         metrics[f"test_interval_width_{percent}"] = result["width"]
-        for h, share in enumerate(result["coverage_by_step"], start=1):
-            mlflow.log_metric(f"test_coverage_{percent}_by_step", float(share), step=h)
+        log_by_step(f"test_coverage_{percent}_by_step", result["coverage_by_step"])
     mlflow.log_metrics({k: v for k, v in metrics.items() if k not in headline})
-    for fold, scored in enumerate(selection.folds, start=1):  # k > 1: step 1 is the selection period
-        mlflow.log_metric("selection_mae_by_fold", scored.metrics[MODEL]["mae"], step=fold)
-        mlflow.log_metric("naive_selection_mae_by_fold", scored.metrics["naive"]["mae"], step=fold)
+    # k > 1: step 1 is the selection period
+    log_by_step("selection_mae_by_fold", [scored.metrics[MODEL]["mae"] for scored in selection.folds])
+    log_by_step("naive_selection_mae_by_fold", [scored.metrics["naive"]["mae"] for scored in selection.folds])
     mlflow.log_metrics(headline, model_id=model_id)
-    for h, error in enumerate(test.per_step_mae[MODEL], start=1):
-        mlflow.log_metric("test_mae_by_step", float(error), step=h)
+    log_by_step("test_mae_by_step", test.per_step_mae[MODEL])
     mlflow.log_dict(
         {
             name: {"metrics": m, "mae_by_step": test.per_step_mae[name].tolist()}
@@ -162,6 +169,12 @@ def log_evaluation(
     if test.per_series:
         mlflow.log_text(per_series_csv(test, selection), "per_series.csv")
     mlflow.set_tag("mlflow.note.content", run_description(title, test, selection))
+    if plots:
+        log_plots(test, title)
+
+
+def log_plots(test: Evaluation, title: str) -> None:
+    """plots/*.png of the test split: forecasts against actuals, MAE by step, attention."""
     log_figure(plots.forecast_vs_actual(test, f"{title}: test forecasts"), "plots/forecast_vs_actual.png")
     log_figure(plots.error_by_step(test, f"{title}: test MAE by horizon step"), "plots/error_by_step.png")
     heatmap = plots.attention_heatmaps(test, f"{title}: attention weights on test windows")
@@ -230,8 +243,17 @@ def log_baseline_runs(
                     "selection_mae": selection.metrics[baseline]["mae"],
                 }
             )
-            for h, error in enumerate(test.per_step_mae[baseline], start=1):
-                mlflow.log_metric("test_mae_by_step", float(error), step=h)
+            log_by_step("test_mae_by_step", test.per_step_mae[baseline])
+
+
+def log_by_step(name: str, values) -> None:
+    """One metric's history, steps 1, 2, ... in one request (a store round trip per value made
+    logging a model at H=720 write thousands of transactions)."""
+    run_id = mlflow.active_run().info.run_id
+    now = int(time.time() * 1000)
+    history = [Metric(name, float(v), now, step) for step, v in enumerate(values, start=1)]
+    for first in range(0, len(history), MAX_METRICS_PER_BATCH):
+        mlflow.MlflowClient().log_batch(run_id, metrics=history[first : first + MAX_METRICS_PER_BATCH])
 
 
 def log_figure(figure: plt.Figure, path: str) -> None:

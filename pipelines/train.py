@@ -168,7 +168,7 @@ def run_training(
         # what models are chosen by: the mean over split.selection_folds folds (forecaster/selection.py)
         selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.folds)
         info = log_pyfunc_model(trained.predictor, prepared, config.tracking.onnx_export)
-        log_evaluation(test, val, selection, run_name, model_id=info.model_id)
+        log_evaluation(test, val, selection, run_name, model_id=info.model_id, plots=config.tracking.plots)
         log_baseline_runs(test, val, selection, {"dataset": name, "target": prepared.series.target})
         outcome = TrainingOutcome(
             run_id=run.info.run_id,

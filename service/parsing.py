@@ -12,7 +12,7 @@ import asyncio
 import multiprocessing
 import signal
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +22,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from service.schemas import PredictRequest
+
+HELPER_START_S = 120.0  # how long the parsing helper may take to start before it counts as hung
 
 
 @dataclass
@@ -133,6 +135,14 @@ def parse_predict(body: bytes) -> ParsedRequest:
     return ParsedRequest(series, request.return_attention)
 
 
+def warm_up() -> None:
+    """The helper's first task: import both parsers (/v1/actuals' lives in service/actuals.py) and
+    parse a tiny body, so the first large body pays no import."""
+    import service.actuals  # noqa: F401
+
+    parse_in_worker(b'{"series": [{"values": [0]}]}')
+
+
 def parse_in_worker(body: bytes) -> ParsedRequest | list[ProblemItem]:
     """parse_predict for the helper process: problems come back as a value, not an exception."""
     try:
@@ -157,6 +167,7 @@ class BodyParser:
         self.max_waiting = max_waiting
         self.waiting = 0
         self.pool: ProcessPoolExecutor | None = None
+        self.warmed: Future | None = None  # the helper's start: done once it can parse
 
     def start(self) -> None:
         if self.offload_bytes > 0:
@@ -164,7 +175,19 @@ class BodyParser:
             self.pool = ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupts
             )
-            self.pool.submit(parse_in_worker, b'{"series": [{"values": [0]}]}')  # start it now
+            self.warmed = self.pool.submit(warm_up)  # start it now
+
+    async def _helper_started(self, pool: ProcessPoolExecutor) -> None:
+        """Wait for the helper's start (a Python process importing the parsers: seconds on a busy
+        machine) outside the body's deadline, which is for the parsing: a body that arrives while
+        the helper starts is not refused for it. A start that never ends is treated as a hang."""
+        if self.warmed is None or self.warmed.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self.warmed)), HELPER_START_S)
+        except TimeoutError:
+            self._replace(pool)
+            raise ParseTimeoutError(f"the parsing helper did not start within {HELPER_START_S:g} s") from None
 
     def _replace(self, pool: ProcessPoolExecutor) -> None:
         if pool is not self.pool:
@@ -206,6 +229,7 @@ class BodyParser:
         pool = self.pool
         assert pool is not None
         try:
+            await self._helper_started(pool)
             work = asyncio.get_running_loop().run_in_executor(pool, parse_with, body)
             return await asyncio.wait_for(work, self.timeout)
         except TimeoutError:  # a body built to be slow: end the helper, start a fresh one

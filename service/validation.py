@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -19,9 +20,11 @@ from fastapi import HTTPException, status
 
 from forecaster.data.clock import stamp_on_clock
 from forecaster.data.frequency import first_off_step
-from forecaster.predictor import Predictor
 from service.parsing import ParsedRequest, ParsedSeries, ProblemItem, RequestProblems
 from service.schemas import FLOAT32_MAX
+
+if TYPE_CHECKING:  # the body-parsing helper process imports this module's bounds: not torch
+    from forecaster.predictor import Predictor
 
 EARLIEST = pd.Timestamp.min.ceil("us").to_pydatetime()
 LATEST = pd.Timestamp.max.floor("us").to_pydatetime()

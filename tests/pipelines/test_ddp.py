@@ -1,64 +1,18 @@
-"""Distributed training: 2 CPU processes (gloo) make one MLflow run and one registered version."""
+"""Distributed training: 2 CPU processes (gloo) make one MLflow run and one registered version,
+and a DDP run killed with all its ranks resumes to the run never interrupted."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import mlflow
 import pytest
 
-from tests.conftest import TINY
-
 pytestmark = pytest.mark.integration
-
-
-def test_ddp_on_two_cpu_processes_logs_one_run_and_registers_once(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    settings = [arg for item in TINY for arg in ("--set", item)]
-    command = [
-        sys.executable,
-        "-m",
-        "pipelines.cli",
-        "train",
-        *settings,
-        "--devices",
-        "2",
-        "--strategy",
-        "ddp",
-        "--accelerator",
-        "cpu",
-        "--register",
-        "ddp",
-        "--experiment",
-        "ddp",
-        "--tracking-uri",
-        uri,
-        "--json",
-    ]
-    env = {**os.environ, "PL_DISABLE_FORK": "1"}
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
-    client = mlflow.MlflowClient(uri)
-    experiment = client.get_experiment_by_name("ddp")
-    runs = client.search_runs([experiment.experiment_id], "tags.role = 'model'")
-    assert [r.info.run_id for r in runs] == [outcome["run_id"]]
-    run = runs[0]
-    assert run.info.status == "FINISHED"
-    assert run.data.params["train.devices"] == "2" and run.data.params["train.strategy"] == "ddp"
-    assert (
-        len(client.get_metric_history(run.info.run_id, "val_loss")) == 2
-    )  # one point per epoch, not per rank
-    versions = client.search_model_versions("name = 'ddp'")
-    assert [str(v.version) for v in versions] == ["1"]
 
 
 def test_ddp_training_killed_with_its_whole_process_group_resumes_to_the_uninterrupted_run(tmp_path):
     """A machine lost mid-training under DDP: every rank SIGKILLed at once. `--resume` (rank zero
-    owns the run) continues it to the same curve and weights as a DDP run never interrupted."""
+    owns the run) continues it to the same curve and weights as a DDP run never interrupted; the
+    two ranks make one run, log one point per epoch (not one per rank) and register one version."""
     import torch
 
     from tests.pipelines.test_resume import best_weights, kill_after_checkpoint, run_cli, settings
@@ -66,7 +20,8 @@ def test_ddp_training_killed_with_its_whole_process_group_resumes_to_the_uninter
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     ddp = ["--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--tracking-uri", uri, "--json"]
     env = {"PL_DISABLE_FORK": "1"}
-    run_id = kill_after_checkpoint(tmp_path, uri, 2, *settings(), *ddp, "--experiment", "crash", env=env)
+    crash = ["--experiment", "crash", "--register", "ddp"]
+    run_id = kill_after_checkpoint(tmp_path, uri, 2, *settings(), *ddp, *crash, env=env)
     resumed = run_cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--json", env=env)
     fresh = run_cli(tmp_path, *settings(), *ddp, "--experiment", "fresh", env=env)
 
@@ -77,5 +32,11 @@ def test_ddp_training_killed_with_its_whole_process_group_resumes_to_the_uninter
     history = {m.step: m.value for m in client.get_metric_history(run_id, "val_loss")}
     reference = {m.step: m.value for m in client.get_metric_history(fresh["run_id"], "val_loss")}
     assert sorted(history) == list(range(6)) and history == pytest.approx(reference, rel=1e-5)
+    assert len(client.get_metric_history(run_id, "val_loss")) == 6  # one point per epoch, not per rank
+    experiment = client.get_experiment_by_name("crash")
+    assert [r.info.run_id for r in client.search_runs([experiment.experiment_id], "tags.role = 'model'")] == [
+        run_id
+    ]
+    assert [str(v.version) for v in client.search_model_versions("name = 'ddp'")] == ["1"]
     mine, theirs = best_weights(client, run_id, tmp_path), best_weights(client, fresh["run_id"], tmp_path)
     assert all(torch.allclose(mine[k], theirs[k], rtol=1e-4, atol=1e-6) for k in theirs)

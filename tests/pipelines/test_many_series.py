@@ -19,7 +19,11 @@ from tests.pipelines.helpers import forecast
 sys.path.insert(0, str(REPO / "benchmarks"))
 from panel_fixture import make_panel  # noqa: E402
 
-pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
+# the module's models are trained once, on one worker
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("many_series"),
+]  # trains real models: in make test, not make test-fast
 
 SERIES, STEPS, HORIZON = 300, 120, 4
 MODEL = "models:/stations@champion"

@@ -1,5 +1,5 @@
 """Promotions take turns on the tracking backend's own lock (pipelines/locks.py): a file
-lock beside SQLite, an advisory lock in PostgreSQL, a renewed tag lease elsewhere; and eight
+lock beside SQLite, an advisory lock in PostgreSQL, a renewed tag lease elsewhere; and four
 `forecast promote` processes at once leave the best version holding the alias."""
 
 from __future__ import annotations
@@ -109,12 +109,14 @@ def test_a_holder_whose_lease_was_taken_stops_renewing_and_is_told(registry, mon
 
 
 @pytest.mark.slow
-def test_eight_promotions_at_once_leave_the_best_version_holding_the_alias(store):
+def test_four_promotions_at_once_leave_the_best_version_holding_the_alias(store):
+    """Four processes racing: the holder, a better version, a worse one and one as good as the
+    better (not lower, so it must not move the alias again)."""
     bad = train_json(store, *BAD, register="race")  # v1 holds @champion
     good = train_json(store, *GOOD, register="race")  # v2, better on the selection window
     mlflow.set_tracking_uri(store)
     client = mlflow.MlflowClient()
-    for run in (bad, good, bad, good, bad, good):  # v3 ... v8
+    for run in (bad, good):  # v3, v4
         mlflow.register_model(f"runs:/{run['run_id']}/model", "race")
     client.set_registered_model_alias("race", "champion", "1")
     command = [sys.executable, "-m", "pipelines.cli", "promote", "--name", "race", "--tracking-uri", store,
@@ -127,7 +129,7 @@ def test_eight_promotions_at_once_leave_the_best_version_holding_the_alias(store
             stderr=subprocess.STDOUT,
             text=True,
         )
-        for version in range(1, 9)
+        for version in range(1, 5)
     ]
     outputs = [worker.communicate(timeout=600)[0] for worker in workers]
     for worker, output in zip(workers, outputs, strict=True):

@@ -15,7 +15,7 @@ from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
 from pipelines.config import load_run_config
 from pipelines.train import run_training
-from tests.conftest import FAMILIES, TINY
+from tests.conftest import FAMILIES, ONNX_AND_PLOTS, TINY
 from tests.pipelines.helpers import forecast, predict_csv, train_json
 
 pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # trains real models: in make test, not make test
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_train_logs_everything_and_registers(family, tracking_uri):
-    result = train_json(tracking_uri, *FAMILIES[family], register="tiny")
+    result = train_json(tracking_uri, *FAMILIES[family], *ONNX_AND_PLOTS, register="tiny")
     client = mlflow.MlflowClient(tracking_uri)
     run = client.get_run(result["run_id"])
     assert run.info.status == "FINISHED"
@@ -82,7 +82,7 @@ assert (bounds["0.1"] < bounds["forecast"]).all() and (bounds["forecast"] < boun
 
 
 def test_registered_pyfunc_reloads_in_a_fresh_process_with_identical_forecasts(tracking_uri, tmp_path):
-    settings = [*TINY, "model.architecture=seq2seq", "tracking.registered_model=reload"]
+    settings = [*TINY, *ONNX_AND_PLOTS, "model.architecture=seq2seq", "tracking.registered_model=reload"]
     config = load_run_config(None, settings)
     outcome = run_training(config, tracking_uri)
     prepared = prepare_series(load_from_config(config.data), config.forecast_config())
@@ -150,7 +150,7 @@ def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tra
 
 
 def test_register_command_registers_an_existing_run(tracking_uri):
-    trained = train_json(tracking_uri)
+    trained = train_json(tracking_uri, "tracking.onnx_export=true")
     result = forecast(
         "register", "--run-id", trained["run_id"], "--name", "later", "--tracking-uri", tracking_uri,
         "--allow-worse-than-naive",  # a tiny model: worse than naive

@@ -51,7 +51,13 @@ def train_registered(root: Path, models: dict[str, list[str]]) -> str:
     os.chdir(root)  # artifacts go to root/mlartifacts
     try:
         for name, settings in models.items():
-            registered = [*settings, NAIVE_GATE_OFF, f"tracking.registered_model={name}"]
+            # exported to ONNX, as a CPU serves a registered model (INFERENCE_RUNTIME=auto)
+            registered = [
+                *settings,
+                NAIVE_GATE_OFF,
+                "tracking.onnx_export=true",
+                f"tracking.registered_model={name}",
+            ]
             run_training(load_run_config(None, registered), uri)
     finally:
         os.chdir(cwd)

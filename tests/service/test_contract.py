@@ -46,7 +46,8 @@ from schemathesis.specs.openapi.checks import (
 from service.main import create_app
 from service.settings import ServiceSettings
 
-pytestmark = pytest.mark.slow
+# the module's models are trained once, on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("contract")]
 
 MODELS = ("svc-lstm", "svc-seq2seq-attention")
 CHECKS = [

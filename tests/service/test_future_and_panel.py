@@ -16,7 +16,11 @@ from monitoring.database import open_for_reading
 from monitoring.schema import forecasts
 from tests.service.conftest import serving, train_registered
 
-pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
+# the module's models are trained once, on one worker
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("future_and_panel"),
+]  # serves real trained models: in make test, not make test-fast
 
 LOOKBACK, HORIZON = 14, 4
 TINY = [

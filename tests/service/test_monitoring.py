@@ -54,13 +54,18 @@ def stamps(times: np.ndarray) -> list[str]:
     return [str(t) for t in np.datetime_as_string(times, "s")]
 
 
-def replay(client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray, future: np.ndarray) -> None:
-    """Day by day: forecast from each origin, then post the value that became known (the first
-    step's actual); after the last origin, the rest of its horizon."""
-    for n in range(len(past)):
+def replay(
+    client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray, future: np.ndarray, chunk: int = 7
+) -> None:
+    """A week of daily origins per request, as a daily job sends a backlog: forecast from each,
+    then post the values that became known (each origin's first-step actual); after the last
+    origin, the rest of its horizon."""
+    for first in range(0, len(past), chunk):
+        origins = range(first, min(first + chunk, len(past)))
         request = {
             "series": [
                 {"series_id": "melbourne", "values": past[n].tolist(), "timestamps": stamps(past_times[n])}
+                for n in origins
             ]
         }
         answer = client.post("/v1/predict", json=request)
@@ -68,8 +73,8 @@ def replay(client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray,
         assert "x-request-id" in answer.headers
         known = {
             "series_id": "melbourne",
-            "timestamps": stamps(future[n, :1]),
-            "values": actual[n, :1].tolist(),
+            "timestamps": stamps(np.concatenate([future[n, :1] for n in origins])),
+            "values": np.concatenate([actual[n, :1] for n in origins]).tolist(),
         }
         stored = client.post("/v1/actuals", json={"series": [known]})
         assert stored.status_code == 200, stored.text
@@ -105,8 +110,8 @@ def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, l
     )
     horizon = predictor.horizon
     assert model["count"] == len(past) * horizon == document["overall"]["count"]
-    # float32 precision: the service runs one window per forward pass, evaluate all of them in
-    # one batch, and the network computes in float32 (the figures agree to ~1e-9 here)
+    # float32 precision: the service runs a week of windows per forward pass, evaluate all of them
+    # in one batch, and the network computes in float32 (the figures agree to ~1e-9 here)
     rtol = 1e-6
     assert model["mae"] == pytest.approx(offline.metrics["model"]["mae"], rel=rtol)
     assert model["rmse"] == pytest.approx(offline.metrics["model"]["rmse"], rel=rtol)
@@ -294,7 +299,7 @@ def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, tmp_pa
     ) as client:
         state = client.app.state
         until(lambda: state.shadow.store.current is not None, "the challenger loaded (in the background)")
-        replay(client, past, past_times, actual, future)
+        replay(client, past, past_times, actual, future, chunk=1)  # n requests, each scored
         assert state.shadow.flush() and state.forecast_log.flush()
         document = client.get("/v1/monitor").json()
         metrics = client.get("/metrics").text

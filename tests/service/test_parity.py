@@ -15,7 +15,8 @@ from pipelines.evaluate import evaluations
 from tests.forecaster.test_model_inputs import hourly_file
 from tests.service.conftest import serving, train_registered
 
-pytestmark = pytest.mark.slow
+# the module's models are trained once, on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parity")]
 
 ARCHITECTURES = {
     "rnn": ["model.cell=rnn"],

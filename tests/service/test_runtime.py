@@ -19,7 +19,8 @@ from tests.conftest import TINY
 from tests.service.conftest import serving, train_registered
 from tests.waiting import until
 
-pytestmark = pytest.mark.slow
+# the module's models are trained once, on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("runtime")]
 
 MODELS = {
     # a GRU encoder-decoder stepping through the horizon, attending, with quantile outputs
