@@ -111,15 +111,27 @@ def publisher(run_id: str, tracking_uri: str) -> Publish:
         folder = f"{CHECKPOINTS}/epoch-{epochs_done:04d}"
         client.log_artifact(run_id, str(path), folder)
         tag = POINTER_TAGS[path.name]
-        previous = client.get_run(run_id).data.tags.get(tag)
         tags = {tag: f"{folder}/{path.name}"}
         if path.name == LAST:
             tags |= {EPOCHS_TAG: str(epochs_done), HEARTBEAT_TAG: f"{time.time():.0f}"}
         client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
-        if previous and previous != tags[tag]:
-            prune(client, store, run_id, previous)
+        for superseded in superseded_checkpoints(client, run_id, path.name, keep=tags[tag]):
+            prune(client, store, run_id, superseded)
 
     return publish
+
+
+def superseded_checkpoints(client: mlflow.MlflowClient, run_id: str, name: str, keep: str) -> list[str]:
+    """Every logged ``name`` (last.ckpt or best.ckpt) but the one its tag now names. Listed rather
+    than taken from the tag it replaced: a process killed between retagging and deleting leaves
+    the old file behind, and the run that resumes it deletes that file with its own next one."""
+    folders = [entry.path for entry in client.list_artifacts(run_id, CHECKPOINTS) if entry.is_dir]
+    return [
+        entry.path
+        for folder in folders
+        for entry in client.list_artifacts(run_id, folder)
+        if entry.path.rpartition("/")[2] == name and entry.path != keep
+    ]
 
 
 def prune(client: mlflow.MlflowClient, store: ArtifactRepository, run_id: str, artifact_path: str) -> None:

@@ -56,13 +56,24 @@ def visible_text(driver, *expected: str, timeout: float = 60.0) -> str:
 
 
 def click(driver, xpath: str, timeout: float = 60.0) -> None:
+    from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, timeout).until(
-        expected_conditions.element_to_be_clickable((By.XPATH, xpath))
-    ).click()
+    def clicked(d) -> bool:
+        # MLflow's UI re-renders while it loads (an overlay, a list replaced by its loaded copy):
+        # a click that lands on the overlay or a replaced node is tried again until the timeout.
+        element = expected_conditions.element_to_be_clickable((By.XPATH, xpath))(d)
+        if not element:
+            return False
+        try:
+            element.click()
+        except (ElementClickInterceptedException, StaleElementReferenceException):
+            return False
+        return True
+
+    WebDriverWait(driver, timeout, poll_frequency=0.5).until(clicked, message=f"could not click {xpath}")
 
 
 def shown_image(driver, name: str, before: str = "", timeout: float = 60.0) -> str:
