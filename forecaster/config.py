@@ -153,7 +153,20 @@ class ModelConfig(StrictModel):
     layers: int = Field(2, ge=1)
     dropout: float = Field(0.1, ge=0, lt=1)
     bidirectional: bool = False
-    attention: Literal["none", "bahdanau"] = "bahdanau"
+    attention: Literal["none", "bahdanau", "scaled_dot"] = Field(
+        "bahdanau",
+        description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k)), `scaled_dot` (scaled "
+        "dot-product: (W q).(U k)/sqrt(size), a matrix product instead of a tanh per pair; the "
+        "`steps` layout only) or `none` (the decoder sees the encoder's final state alone)",
+    )
+    attention_layout: Literal["steps", "states"] = Field(
+        "steps",
+        description="seq2seq attention: `steps`: every forecast step has its own query (the decoder "
+        "state, its position and calendar) over a key per look-back step (its encoder state, position "
+        "and calendar), and retrieves that step's inputs with its state (forecaster/models/"
+        "step_attention.py); `states`: the layout before it, one query per decoder state over the "
+        "encoder states (a segment model's days), which a model saved without this field loads as",
+    )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",
         description="seq2seq: `autoregressive` steps through H feeding back its own prediction "
@@ -208,6 +221,12 @@ class ModelConfig(StrictModel):
                 "model.highway: a seq2seq model needs decoder: direct (the autoregressive decoder "
                 "feeds its own outputs back, which a skip added afterwards would not be)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _scaled_dot_scores_steps(self) -> ModelConfig:
+        if self.attention == "scaled_dot" and self.attention_layout != "steps":
+            raise ValueError("model.attention=scaled_dot: the `steps` layout only (model.attention_layout)")
         return self
 
     @property
@@ -314,3 +333,14 @@ class ForecastConfig(StrictModel):
                     f"model.segment_length ({w}) must divide window.horizon ({window.horizon}) for "
                     "seq2seq: its decoder emits whole segments"
                 )
+
+
+def with_attention_layout_of_its_time(config: dict) -> dict:
+    """A saved config as its network was built: before issue 41 every attention model had the
+    `states` layout (one query per decoder state), and its saved config has no
+    ``model.attention_layout``; such a model loads with that layout and forecasts as it did."""
+    model = config.get("model", {})
+    attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
+    if not attends or "attention_layout" in model:
+        return config
+    return {**config, "model": {**model, "attention_layout": "states"}}
