@@ -153,11 +153,10 @@ class ModelConfig(StrictModel):
     layers: int = Field(2, ge=1)
     dropout: float = Field(0.1, ge=0, lt=1)
     bidirectional: bool = False
-    attention: Literal["none", "bahdanau", "scaled_dot"] = Field(
+    attention: Literal["none", "bahdanau"] = Field(
         "bahdanau",
-        description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k)), `scaled_dot` (scaled "
-        "dot-product: (W q).(U k)/sqrt(size), a matrix product instead of a tanh per pair; the "
-        "`steps` layout only) or `none` (the decoder sees the encoder's final state alone)",
+        description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k)) or `none` (the decoder sees "
+        "the encoder's final state alone)",
     )
     attention_layout: Literal["steps", "states"] = Field(
         "steps",
@@ -166,6 +165,13 @@ class ModelConfig(StrictModel):
         "and calendar), and retrieves that step's inputs with its state (forecaster/models/"
         "step_attention.py); `states`: the layout before it, one query per decoder state over the "
         "encoder states (a segment model's days), which a model saved without this field loads as",
+    )
+    attention_heads: int = Field(
+        1,
+        ge=1,
+        description="seq2seq attention, `steps` layout: weightings of the look-back whose mean is the "
+        "attention (the Temporal Fusion Transformer's interpretable heads: they share the values, so "
+        "the mean of their weights is exactly what the model retrieves)",
     )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",
@@ -221,12 +227,6 @@ class ModelConfig(StrictModel):
                 "model.highway: a seq2seq model needs decoder: direct (the autoregressive decoder "
                 "feeds its own outputs back, which a skip added afterwards would not be)"
             )
-        return self
-
-    @model_validator(mode="after")
-    def _scaled_dot_scores_steps(self) -> ModelConfig:
-        if self.attention == "scaled_dot" and self.attention_layout != "steps":
-            raise ValueError("model.attention=scaled_dot: the `steps` layout only (model.attention_layout)")
         return self
 
     @property

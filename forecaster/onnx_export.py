@@ -100,14 +100,15 @@ class ExportedNetwork(nn.Module):
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         # tensors: past (B, L, F+K), then future (B, H, Kf+K) and series (B,) where the model has them
         out = run_network(self.network, dict(zip(self.inputs, tensors, strict=True)))
-        # (B, H), (B, H, Q), attention (B, H/w or H, L/w), within (H, L) or (B, H, L)
+        # (B, H), (B, H, Q), attention (B, H/w, L/w), (B, H, L) or (B, m, H, L/w), within beside it
         return tuple(getattr(out, name) for name in self.outputs)
 
 
 def per_window(forecast: Forecast, name: str) -> bool:
     """Whether output ``name`` has a batch axis: all do but the within-segment attention weights
-    of a model without calendar features, (H, L), which every window shares."""
-    return not (name == "attention_within" and forecast.attention_within.dim() == 2)
+    of a model without calendar features, (m, H, L), which every window shares."""
+    shared = name == "attention_within" and forecast.attention_within.dim() < forecast.attention.dim()
+    return not shared
 
 
 def held_out_rows(windows: int, size: int) -> torch.Tensor:

@@ -267,10 +267,7 @@ def train(
     ] = None,
     cell: Annotated[str | None, typer.Option(help="seq2seq cell: rnn, lstm, gru")] = None,
     bidirectional: Annotated[bool | None, typer.Option("--bidirectional/--unidirectional")] = None,
-    attention: Annotated[
-        str | None,
-        typer.Option(help="seq2seq attention: bahdanau (additive, the default), scaled_dot or none"),
-    ] = None,
+    attention: Annotated[str | None, typer.Option(help="seq2seq attention: none or bahdanau")] = None,
     decoder: Annotated[
         str | None,
         typer.Option(

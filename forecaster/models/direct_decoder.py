@@ -96,7 +96,7 @@ class DirectDecoder(nn.Module):
     ) -> tuple[torch.Tensor, Alignment | None]:
         """-> raw outputs (B, H, Q or 1) and the attention weights, or None without attention.
 
-        StepAttention: Alignment((B, H, L_enc), within (H, L) or (B, H, L) when w > 1);
+        StepAttention: Alignment((B, m, H, L_enc), within (m, H, L) or (B, m, H, L) when w > 1);
         BahdanauAttention: Alignment((B, S, L_enc)), S = H / w decoder steps. L_enc is the number
         of encoder states (L, or L/w for a segment encoder): the caller maps the weights back onto
         the look-back's steps.
@@ -105,7 +105,7 @@ class DirectDecoder(nn.Module):
         inputs = self.step_inputs(future, batch)  # (B, S, w*K + hidden)
         outputs, _ = self.rnn(inputs, state)  # (B, S, hidden): s_t of the top layer, every t
         if isinstance(attention, StepAttention):
-            alignment = attention.align(outputs, encoded, past, future)  # weights (B, H, L_enc)
+            alignment = attention.align(outputs, encoded, past, future)  # weights (B, m, H, L_enc)
             retrieved = attention.retrieve(alignment, encoded, past)  # (B, H, Q or 1)
             emitted = self.output(self.dropout(outputs)).reshape(batch, self.horizon, self.outputs)
             return emitted + retrieved, alignment  # (B, H, Q or 1)

@@ -48,6 +48,7 @@ def build_network(
             segment_length=config.segment_length,
             highway=config.highway,
             attention_layout=config.attention_layout,
+            attention_heads=config.attention_heads,
             lookback=lookback,
             season=season,
             calendar=CalendarColumns(series_features, future_covariates, calendar_features)

@@ -10,8 +10,8 @@ is at i - L + 1, forecast step t at t + 1. Two kinds of feature describe it:
   daily pattern has (at most HARMONICS_AT_MOST). Two steps a whole number of periods apart
   (yesterday's same hour and tomorrow's) have the same phases, and with the whole basis a score
   can single out exactly those pairs: on the synthetic copy task (the future repeats the value 24
-  steps back) the first three harmonics alone left a scaled dot product attending elsewhere,
-  the whole basis found the lag within 400 steps for both scores.
+  steps back, tests/forecaster/test_step_attention.py) the rows put 0.94 of their weight on lag
+  24 after 300 steps with the whole basis, 0.89 with its first three harmonics.
 
 The features depend on the indices only, never on a window: computed once per forward pass and
 shared by the whole batch.

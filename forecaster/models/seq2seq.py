@@ -66,6 +66,7 @@ class Seq2SeqForecaster(nn.Module):
         lookback: int | None = None,
         season: int = 1,
         calendar: CalendarColumns | None = None,
+        attention_heads: int = 1,
     ) -> None:
         """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
         positions; ``calendar`` says where its calendar features are in the inputs."""
@@ -95,7 +96,6 @@ class Seq2SeqForecaster(nn.Module):
             if lookback is None:
                 raise ValueError("the `steps` attention layout needs the look-back length")
             self.attention = StepAttention(
-                attention,
                 query_size=hidden_size,
                 state_size=context_size,
                 input_size=step_size,
@@ -107,6 +107,7 @@ class Seq2SeqForecaster(nn.Module):
                 segment=self.segment,
                 season=season,
                 calendar=calendar,
+                heads=attention_heads,
             )
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(
@@ -159,7 +160,11 @@ class Seq2SeqForecaster(nn.Module):
         if self.highway is not None:
             recent = past[:, -self.highway.in_features :, 0]  # (B, k): the target's last k steps
             outputs = outputs + self.highway(recent).unsqueeze(-1)  # (B, H, Q or 1)
-        weights, within = (None, None) if alignment is None else alignment
+        weights, within = None, None  # the `states` layout's (B, H/w, L/w), or the `steps` layout's
+        if isinstance(self.attention, StepAttention):
+            weights, within = alignment.reported()
+        elif alignment is not None:
+            weights = alignment.weights
         attention = dict(attention=weights, attention_within=within, segment=self.segment)
         if not self.quantiles:  # outputs (B, H, 1)
             return Forecast(mean=outputs.squeeze(-1), **attention)  # (B, H)

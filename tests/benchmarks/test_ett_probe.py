@@ -17,6 +17,9 @@ PROBE = [sys.executable, str(REPO / "benchmarks/ett_probe.py")]
 
 @pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
     results = tmp_path / "probes.jsonl"
     done = subprocess.run(
         [*PROBE, "seg-lstm", "--set", "train.epochs=1", "--lookbacks", "96", "--horizons", "24"]
@@ -28,10 +31,11 @@ def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert set(record) == {
-        *("network", "sets", "lookback", "horizon", "seed", "commit", "machine", "k"),
+        *("network", "sets", "lookback", "horizon", "seed", "commit", "machine", "k", "base"),
         *("selection_mse", "selection_naive_mse", "epochs", "seconds"),
     }
     assert record["sets"] == ["train.epochs=1"] and record["epochs"] == 1
+    assert record["base"] == {"settings": ett_benchmark.NETWORKS["seg-lstm"], "train": {"ema_decay": 0.99}}
     assert (
         record["machine"]["cpu"] and record["machine"]["cpu_capability"] and record["machine"]["threads"] >= 1
     )
@@ -70,4 +74,4 @@ def test_the_readme_probe_table_is_the_committed_probes_rendered():
     readme = (REPO / "benchmarks/README.md").read_text()
     block = ett_benchmark.readme_tables(readme, (ett_probe.BEGIN, ett_probe.END))
     assert block == ett_probe.render(ett_benchmark.read_runs(ett_probe.PROBES))
-    assert "| seg-seq2seq-attention |" in block
+    assert "| seg-seq2seq-attention (states layout) |" in block  # probes made before issue 41

@@ -23,7 +23,6 @@ EXTRA = {  # the segment seq2seq + attention (SegRNN encoder, direct decoder)
     "seq2seq-segments-attention": dict(SEGMENT_ATTENTION, attention="bahdanau"),
     # without calendar features the within-segment weights are (H, L), one for every window
     "seq2seq-segments-attention-no-calendar": dict(SEGMENT_ATTENTION, attention="bahdanau"),
-    "seq2seq-segments-scaled-dot": dict(SEGMENT_ATTENTION, attention="scaled_dot"),
     # the layout of models saved before issue 41: attention per segment
     "seq2seq-segments-attention-states": dict(
         SEGMENT_ATTENTION, attention="bahdanau", attention_layout="states"

@@ -13,10 +13,11 @@ import torch
 from forecaster.config import ForecastConfig, ModelConfig, with_attention_layout_of_its_time
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
+from forecaster.models.output import Forecast
 from forecaster.models.step_attention import Alignment, mix, per_forecast_step, segment_softmax
 from forecaster.predictor import META_FILE, Predictor
 
-B, L, H, F, K, W = 4, 12, 8, 2, 3, 4  # windows, look-back, horizon, series, calendar, segment
+B, L, H, F, K, W, M = 4, 12, 8, 2, 3, 4, 3  # windows, look-back, horizon, series, calendar, segment, heads
 HOURLY = 24
 
 
@@ -48,33 +49,43 @@ def full_softmax(segment_scores: torch.Tensor, step_scores: torch.Tensor, w: int
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-steps", "per-window-steps"])
 def test_the_factored_softmax_and_mix_are_the_plain_ones(shared):
+    """Per head, the factors multiply to the B x m x H x L softmax; what they retrieve is what the
+    mean of the heads' weights retrieves, and that mean is the reported attention."""
     g = torch.Generator().manual_seed(1)
-    segment_scores = 3 * torch.randn(B, H, L // W, generator=g)
-    step_scores = 3 * torch.randn(*(() if shared else (B,)), H, L, generator=g)
+    segment_scores = 3 * torch.randn(B, M, H, L // W, generator=g)
+    step_scores = 3 * torch.randn(*(() if shared else (B,)), M, H, L, generator=g)
     alignment = segment_softmax(segment_scores, step_scores, W)
-    weights = Alignment(alignment.weights.repeat_interleave(W, dim=-1) * alignment.within)
-    expected = full_softmax(segment_scores, step_scores, W)  # (B, H, L)
-    torch.testing.assert_close(weights.weights, expected)
+    expected = full_softmax(segment_scores, step_scores, W)  # (B, m, H, L)
+    torch.testing.assert_close(alignment.weights.repeat_interleave(W, dim=-1) * alignment.within, expected)
+    attention, within = alignment.reported()
+    reported = Forecast(mean=torch.zeros(B, H), attention=attention, attention_within=within, segment=W)
+    torch.testing.assert_close(reported.attention_per_step(), expected.mean(dim=1))
     segment_values, step_values = torch.randn(B, L // W, 5, generator=g), torch.randn(B, L, 5, generator=g)
-    plain = torch.bmm(expected, segment_values.repeat_interleave(W, dim=1) + step_values)  # (B, H, 5)
+    values = segment_values.repeat_interleave(W, dim=1) + step_values  # (B, L, 5)
+    plain = torch.bmm(expected.mean(dim=1), values)  # (B, H, 5)
     torch.testing.assert_close(mix(alignment, segment_values, step_values), plain)
+    one_step = Alignment(torch.softmax(step_scores.expand(B, M, H, L), dim=-1))  # w = 1: no factors
+    torch.testing.assert_close(
+        mix(one_step, values, torch.zeros_like(values)), torch.bmm(one_step.weights.mean(dim=1), values)
+    )
 
 
 def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation():
     """Every forecast step t: softmax_i(content(s_t, h_i//w) + position(t, i) + calendar(t, i)), and
     its output is the segment state's value for t plus what those weights retrieve."""
-    network = seq2seq(cell="gru")
+    network = seq2seq(cell="gru", attention_heads=M)
     attention, seen = network.attention, {}
     network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0]))
     network.direct.rnn.register_forward_hook(lambda m, i, out: seen.update(states=out[0]))
     past, future = inputs()
     out = network(past, future)
     encoded, states = seen["encoded"], seen["states"]  # (B, L/w, C), (B, H/w, hidden)
-    content = attention.content(states, attention.content.keys(encoded))  # (B, H/w, L/w)
-    content = content.repeat_interleave(W, dim=1).repeat_interleave(W, dim=2)  # (B, H, L)
+    content = attention.content(states, attention.content.keys(encoded))  # (B, m, H/w, L/w)
+    content = content.repeat_interleave(W, dim=-2).repeat_interleave(W, dim=-1)  # (B, m, H, L)
     columns = attention.calendar_columns
     calendar = attention.calendar(columns.of_future(future), attention.calendar.keys(columns.of_past(past)))
-    weights = torch.softmax(content + attention.position_scores() + calendar, dim=-1)  # (B, H, L)
+    scores = content + attention.position_scores() + calendar  # (B, m, H, L)
+    weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, H, L): the mean over heads
     torch.testing.assert_close(out.attention_per_step(), weights)
     values = attention.state_values(encoded).repeat_interleave(W, dim=1) + attention.input_values(past)
     emitted = network.direct.output(states).reshape(B, H)  # (B, H): w values per segment state
@@ -86,10 +97,10 @@ def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation():
     [("direct", W), ("direct", 0), ("autoregressive", 0)],
     ids=["segments", "steps", "stepwise"],
 )
-@pytest.mark.parametrize("kind", ["bahdanau", "scaled_dot"])
-def test_every_forecast_step_has_its_own_row(decoder, segment, kind):
+@pytest.mark.parametrize("heads", [1, M])
+def test_every_forecast_step_has_its_own_row(decoder, segment, heads):
     """Even untrained and inside one decoder segment: the rows differ, each a distribution over L."""
-    out = seq2seq(decoder, segment, attention=kind)(*inputs())
+    out = seq2seq(decoder, segment, attention_heads=heads)(*inputs())
     weights = out.attention_per_step()  # (B, H, L)
     assert weights.shape == (B, H, L) and (weights >= 0).all()
     torch.testing.assert_close(weights.sum(-1), torch.ones(B, H))
@@ -121,8 +132,7 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("kind", ["bahdanau", "scaled_dot"])
-def test_the_attention_learns_to_look_at_the_lag_the_future_copies(kind, one_thread):
+def test_the_attention_learns_to_look_at_the_lag_the_future_copies(one_thread):
     """The default direct decoder (one-day segments, as `--model seq2seq` builds it at L=96,
     H=24) trained for a few seconds: most of every row's weight lands on lag 24. Level
     normalisation is off: relative to the last value, the last step's lag-24 value is the level
@@ -132,7 +142,6 @@ def test_the_attention_learns_to_look_at_the_lag_the_future_copies(kind, one_thr
         architecture="seq2seq",
         decoder="direct",
         segment_length=24,
-        attention=kind,
         cell="gru",
         hidden_size=16,
         layers=1,
@@ -222,8 +231,3 @@ def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
         {"model": {"architecture": "seq2seq", "attention_layout": "steps"}},
     ):
         assert with_attention_layout_of_its_time(unchanged) == unchanged
-
-
-def test_the_scaled_dot_product_has_the_steps_layout_only():
-    with pytest.raises(ValueError, match="scaled_dot: the `steps` layout only"):
-        ModelConfig(architecture="seq2seq", attention="scaled_dot", attention_layout="states")
