@@ -220,7 +220,39 @@ def render(records: list[dict]) -> str:
                 + f" | {gmean:.3f} | {'yes' if beats else 'no'} | {len(runs)} |"
             )
         lines.append("")
+    lines += alignment_table(records)
     return "\n".join(lines).rstrip("\n")
+
+
+def alignment_table(records: list[dict]) -> list[str]:
+    """How the attention of the probes that recorded it aligns on the selection period's windows
+    (forecaster/alignment.py; reported only, never a reason to adopt): per network, look-back and
+    change (unchanged: the reference probes, no --set), means over runs."""
+    groups: dict[tuple[str, int, tuple[str, ...]], list[dict]] = {}
+    for record in records:
+        if record.get("k") == bench.SELECTION_FOLDS and record.get("alignment"):
+            groups.setdefault((label(record), record["lookback"], tuple(record["sets"])), []).append(record)
+    if not groups:
+        return []
+    lines = [
+        "Their attention on the selection period's windows, means over runs: entropy of the rows over "
+        "log L (1 = uniform), mean total-variation distance between the rows of two forecast steps, "
+        "weight on lags k*24 (what uniform rows put there).",
+        "",
+        "| network | L | change | entropy | row distance | weight on lags k*24 (uniform) | runs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (name, lookback, sets), runs in sorted(groups.items(), key=lambda item: (item[0][1], item[0])):
+
+        def mean(key: str, runs: list[dict] = runs) -> float:
+            return statistics.mean(r["alignment"][key] for r in runs)
+
+        lines.append(
+            f"| {name} | {lookback} | {' '.join(sets) or '(unchanged)'} | {mean('entropy'):.3f} | "
+            f"{mean('row_distance'):.3f} | {mean('seasonal_share'):.1%} ({mean('seasonal_share_uniform'):.1%}) | "
+            f"{len(runs)} |"
+        )
+    return [*lines, ""]
 
 
 def main() -> None:

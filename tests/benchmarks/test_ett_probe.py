@@ -75,3 +75,25 @@ def test_the_readme_probe_table_is_the_committed_probes_rendered():
     block = ett_benchmark.readme_tables(readme, (ett_probe.BEGIN, ett_probe.END))
     assert block == ett_probe.render(ett_benchmark.read_runs(ett_probe.PROBES))
     assert "| seg-seq2seq-attention (states layout) |" in block  # probes made before issue 41
+
+
+def test_the_probes_alignment_table_averages_the_runs_that_recorded_one():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+    from ett_probe import alignment_table
+
+    base = {"settings": ett_benchmark.NETWORKS["seg-seq2seq-attention"], "train": {}}
+
+    def probe(sets: list[str], entropy: float, **more) -> dict:
+        alignment = {"entropy": entropy, "row_distance": 0.1, "seasonal_share": 0.05}
+        alignment["seasonal_share_uniform"] = 0.04
+        probe = {"network": "seg-seq2seq-attention", "sets": sets, "lookback": 96, "k": 2, "base": base}
+        return {**probe, "alignment": alignment, **more}
+
+    lines = alignment_table([probe([], 0.9), probe([], 0.7), probe(["model.attention_heads=4"], 0.8)])
+    rows = [line for line in lines if line.startswith("| seg-seq2seq-attention")]
+    assert rows == [
+        "| seg-seq2seq-attention (steps layout) | 96 | (unchanged) | 0.800 | 0.100 | 5.0% (4.0%) | 2 |",
+        "| seg-seq2seq-attention (steps layout) | 96 | model.attention_heads=4 | 0.800 | 0.100 | 5.0% (4.0%) | 1 |",
+    ]
+    assert alignment_table([probe([], 0.9, k=1)]) == []  # another selection rule's probes: not shown
