@@ -193,7 +193,8 @@ class ModelConfig(StrictModel):
         ge=0,
         description="feed the RNN segments of this many steps (SegRNN); 0 = steps. Many-to-one: the "
         "encoder reads L/w segments. Seq2seq (direct decoder): the encoder reads L/w segments and the "
-        "decoder emits H/w segments of w steps, attending over the L/w segment states",
+        "decoder emits H/w segments of w steps; its attention still has a row per forecast step over "
+        "every look-back step (the `steps` layout; `states`: each segment over the L/w segment states)",
     )
     highway: int = Field(
         0,
