@@ -66,10 +66,13 @@ NETWORKS = {
         "layers": 1,
         "teacher_forcing": 0.0,
     },
+    # its runs (hours each, step by step) were made with the attention layout of before issue 41:
+    # one query per decoder state over the encoder states; not rerun with the `steps` layout
     "seq2seq-attention": {
         "architecture": "seq2seq",
         "cell": "gru",
         "attention": "bahdanau",
+        "attention_layout": "states",
         "hidden_size": 64,
         "layers": 1,
         "teacher_forcing": 0.0,
@@ -77,17 +80,62 @@ NETWORKS = {
     "seg-lstm": {"cell": "lstm", "hidden_size": 128, "layers": 1, "segment_length": 24},
     "seg-gru": {"cell": "gru", "hidden_size": 128, "layers": 1, "segment_length": 24},
     # the seq2seq + attention model at full strength: a GRU encoder over one-day segments, the
-    # direct decoder emitting one day per step, Bahdanau attention over the segment states
+    # direct decoder emitting one day per step, and every forecast step attending over every
+    # look-back step (the `steps` layout, issue 41; its runs with the earlier layout, one query per
+    # decoder day over the encoder days, are in results/ett-runs-superseded.jsonl)
     "seg-seq2seq-attention": {
         "architecture": "seq2seq",
         "decoder": "direct",
         "cell": "gru",
         "attention": "bahdanau",
+        "attention_layout": "steps",
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
     },
+    # the same network without attention: the ablation (issue 41)
+    "seg-seq2seq": {
+        "architecture": "seq2seq",
+        "decoder": "direct",
+        "cell": "gru",
+        "attention": "none",
+        "hidden_size": 128,
+        "layers": 1,
+        "segment_length": 24,
+    },
+    # the attention model `forecast train --model seq2seq` builds at L=96, H=24 (the config's
+    # defaults: LSTM 2 x 64, the direct decoder in one-day segments), with calendar features: the
+    # alignment target's model
+    "default-attention": {
+        "architecture": "seq2seq",
+        "decoder": "direct",
+        "cell": "lstm",
+        "attention": "bahdanau",
+        "attention_layout": "steps",
+        "hidden_size": 64,
+        "layers": 2,
+        "segment_length": 24,
+    },
+    # the same step by step (no segments): the encoder and decoder states are per hour
+    "default-attention-hourly": {
+        "architecture": "seq2seq",
+        "decoder": "direct",
+        "cell": "lstm",
+        "attention": "bahdanau",
+        "attention_layout": "steps",
+        "hidden_size": 64,
+        "layers": 2,
+        "segment_length": 0,
+    },
 }
+
+# name -> data settings beyond the common ones (the bundled ETTh1, target OT alone)
+DATA: dict[str, dict[str, object]] = {
+    "default-attention": {"calendar_features": True},
+    "default-attention-hourly": {"calendar_features": True},
+}
+ATTENTION_PAIRS = {"seg-seq2seq-attention": "seg-seq2seq"}  # with attention -> the same without
+TIMING_REFERENCE = "seg-gru"  # the same-size many-to-one network the attention model's time is compared with
 
 # name -> training settings of that network beyond the common ones (run_config), chosen on
 # selection MSE like the rest of its configuration (benchmarks/README.md, "How the tables are made"):
@@ -159,16 +207,20 @@ class Plan:
 
 def cpu_plan(seeds: int) -> list[Plan]:
     """The CPU plan, most telling runs first (an interrupted plan resumes where it stopped): the
-    segment models (many-to-one and seq2seq + attention) at both look-backs, then the plain
-    networks at L=96 and a plain LSTM at L=336, then the step-by-step seq2seq at L=96 (it decodes
-    one step at a time: with attention at H=720 an epoch took 338-1011 s on one loaded CPU
-    thread, a run 54-103 min; L=336 is left to a GPU, --full); ``seeds`` seeds every row."""
+    segment models (many-to-one, and seq2seq with attention and without: the attention ablation)
+    at both look-backs, then the plain networks at L=96 and a plain LSTM at L=336, then the
+    step-by-step seq2seq at L=96 (it decodes one step at a time: with attention at H=720 an epoch
+    took 338-1011 s on one loaded CPU thread, a run 54-103 min; L=336 is left to a GPU, --full),
+    then the default attention model with calendar features at L=96, H=24 (the alignment target),
+    in one-day segments and hourly; ``seeds`` seeds every row."""
+    segments = ("seg-lstm", "seg-gru", "seg-seq2seq-attention", "seg-seq2seq")
     return [
-        *(Plan(336, n, HORIZONS[336], seeds) for n in ("seg-lstm", "seg-gru", "seg-seq2seq-attention")),
-        *(Plan(96, n, HORIZONS[96], seeds) for n in ("seg-lstm", "seg-seq2seq-attention")),
+        *(Plan(336, n, HORIZONS[336], seeds) for n in segments),
+        *(Plan(96, n, HORIZONS[96], seeds) for n in segments),
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("lstm", "gru", "rnn", "bi-lstm")),
         Plan(336, "lstm", HORIZONS[336], seeds),
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("seq2seq", "seq2seq-attention")),
+        *(Plan(96, n, [24], seeds) for n in ("default-attention", "default-attention-hourly")),
     ]
 
 
@@ -185,8 +237,16 @@ def interleaved(todo: list[tuple[Plan, int, int]]) -> list[tuple[Plan, int, int]
     return [item for group in groups for item in sorted(group, key=lambda x: (x[2], x[1]))]
 
 
+ONLY_AT = {"default-attention": {96: [24]}, "default-attention-hourly": {96: [24]}}  # the alignment target's
+
+
 def full_plan(seeds: int) -> list[Plan]:
-    return [Plan(lookback, n, HORIZONS[lookback], seeds) for lookback in HORIZONS for n in NETWORKS]
+    return [
+        Plan(lookback, n, ONLY_AT[n][lookback] if n in ONLY_AT else HORIZONS[lookback], seeds)
+        for lookback in HORIZONS
+        for n in NETWORKS
+        if n not in ONLY_AT or lookback in ONLY_AT[n]
+    ]
 
 
 def narrowed(plans: list[Plan], args: argparse.Namespace) -> list[Plan]:
@@ -269,6 +329,9 @@ def run_record(
         "selection_folds": [scaled(fold) for fold in outcome.selection_by_fold],  # fold 1 first
         "coverage_80": outcome.intervals.get("80", {}).get("coverage"),
         "run_id": outcome.run_id,
+        "data_settings": DATA.get(plan.network, {}),
+        "train_seconds": outcome.train_seconds,  # the fit alone; ``seconds`` is the whole run
+        "alignment": outcome.alignment,  # attention models, on 64 test windows (reported only)
     }
 
 
@@ -277,7 +340,7 @@ def run_config(lookback: int, horizon: int, network: str, seed: int, epochs: int
 
     return RunConfig.model_validate(
         {
-            "data": {"dataset": "etth1"},
+            "data": {"dataset": "etth1", **DATA.get(network, {})},
             "split": {**PAPER_SPLIT, "selection_folds": SELECTION_FOLDS},
             "window": {"lookback": lookback, "horizon": horizon, "stride": 1},
             "model": {"dropout": 0.1, "level_norm": "last", **NETWORKS[network]},
@@ -550,6 +613,102 @@ def rank_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
     return lines
 
 
+def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
+    """Issue 41's ablation: each attention network against the same network without attention
+    (ATTENTION_PAIRS), test MSE over seeds, and its fit time as a ratio to TIMING_REFERENCE's
+    runs, made in the same invocation, networks taking turns; then how every attention row's
+    weights align (forecaster/alignment.py, 64 evenly spaced test windows, reported only)."""
+    lines = []
+    for attended, plain in ATTENTION_PAIRS.items():
+        cells = []
+        for lookback, horizons in HORIZONS.items():
+            for horizon in horizons:
+                with_attention = rows.get((lookback, attended, horizon))
+                without = rows.get((lookback, plain, horizon))
+                if with_attention is None or without is None:
+                    continue
+                cells.append(
+                    (
+                        lookback,
+                        horizon,
+                        with_attention,
+                        without,
+                        rows.get((lookback, TIMING_REFERENCE, horizon)),
+                    )
+                )
+        if not cells:
+            continue
+        lines += [
+            f"### Attention against none: {attended} and {plain} (issue 41)",
+            "",
+            f"Test MSE, mean over seeds +- sample std (n); ratio: with / without attention; fit seconds (the "
+            f"fit alone, mean over seeds) and their ratio to {TIMING_REFERENCE}'s, run in the same invocation.",
+            "",
+            f"| L | H | {attended} | {plain} | ratio | naive | fit s: attention / none / {TIMING_REFERENCE} | "
+            f"attention / {TIMING_REFERENCE} |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        wins, beats_naive, ratios = 0, 0, []
+        for lookback, horizon, with_attention, without, reference in cells:
+            (a, sa), (b, sb) = with_attention.mean_std("test", "mse"), without.mean_std("test", "mse")
+            naive = with_attention.runs[0]["test"]["naive"]["mse"]
+            wins += a < b
+            beats_naive += a < naive
+            fit = [
+                statistics.mean(r.get("train_seconds") or r["seconds"] for r in row.runs)
+                for row in (with_attention, without)
+            ]
+            timing, ratio = f"{fit[0]:.0f} / {fit[1]:.0f} / -", ""
+            if reference is not None:
+                reference_fit = statistics.mean(
+                    r.get("train_seconds") or r["seconds"] for r in reference.runs
+                )
+                timing = f"{fit[0]:.0f} / {fit[1]:.0f} / {reference_fit:.0f}"
+                ratios.append(fit[0] / reference_fit)
+                ratio = f"{ratios[-1]:.2f}"
+            lines.append(
+                f"| {lookback} | {horizon} | {a:.4f} +-{sa:.4f} (n={len(with_attention.runs)}) | "
+                f"{b:.4f} +-{sb:.4f} (n={len(without.runs)}) | {a / b:.3f} | {naive:.4f} | {timing} | {ratio} |"
+            )
+        lines += [
+            "",
+            f"Attention lower than none in {wins} of {len(cells)} cells, lower than naive in {beats_naive} of "
+            f"{len(cells)}"
+            + (
+                f"; fit time {min(ratios):.2f}x to {max(ratios):.2f}x {TIMING_REFERENCE}'s."
+                if ratios
+                else "."
+            ),
+            "",
+        ]
+    aligned = sorted((key, row) for key, row in rows.items() if all(r.get("alignment") for r in row.runs))
+    if aligned:
+        lines += [
+            "### How the attention aligns (issue 41)",
+            "",
+            "Measured on the attention weights of 64 evenly spaced test windows per run (reported only), "
+            "mean over seeds: entropy of the rows over log L (1 = uniform), mean total-variation "
+            "distance between the rows of two forecast steps (0 = every step the same row), the weight "
+            "on lags that are whole days (k*24) and what uniform rows put there.",
+            "",
+            "| network | L | H | calendar | entropy | row distance | weight on lags k*24 (uniform) | test MSE | n |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for (lookback, network, horizon), row in aligned:
+
+            def mean(key: str, row: Row = row) -> float:
+                return statistics.mean(r["alignment"][key] for r in row.runs)
+
+            calendar = "yes" if row.runs[0].get("data_settings", {}).get("calendar_features") else "no"
+            lines.append(
+                f"| {network} | {lookback} | {horizon} | {calendar} | {mean('entropy'):.3f} | "
+                f"{mean('row_distance'):.3f} | {mean('seasonal_share'):.1%} ({mean('seasonal_share_uniform'):.1%}) | "
+                f"{row.mean_std('test', 'mse')[0]:.4f} | {len(row.runs)} |"
+            )
+        lines.append("")
+    return lines
+
+
 def render(runs: list[dict]) -> str:
     """The README tables, from raw runs only."""
     if not runs:
@@ -632,6 +791,7 @@ def render(runs: list[dict]) -> str:
         ]
         lines += ["| naive: MAE degC | " + " | ".join(naive_c) + " |", ""]
     lines += rank_table(rows)
+    lines += attention_table(rows)
     hours = sum(r["seconds"] for r in runs) / 3600
     lines.append(f"Training time of these runs: {hours:.1f} h in all.")
     return "\n".join(lines)

@@ -54,20 +54,62 @@ def run_probe(config, std: float) -> dict[str, float]:
     started = time.perf_counter()
     trained = train_model(forecast_config, prepared)
     seconds = time.perf_counter() - started
-    selection = evaluate_selection(trained.predictor, prepared, forecast_config.split.folds).metrics
+    scored = evaluate_selection(trained.predictor, prepared, forecast_config.split.folds)
+    selection = scored.metrics
     return {  # the selection score's RMSE (the mean over folds) squared: see committed_selection
         "selection_mse": selection["model"]["rmse"] ** 2 / std**2,
         "selection_naive_mse": selection["naive"]["rmse"] ** 2 / std**2,
         "epochs": trained.epochs_run,
         "seconds": seconds,
+        # attention models: how the weights of selection-period windows align (forecaster/alignment.py)
+        **({"alignment": scored.alignment.as_dict()} if scored.alignment else {}),
     }
 
 
+SUPERSEDED = bench.REPO / "benchmarks" / "results" / "ett-runs-superseded.jsonl"
+
+
+def base_of(record: dict) -> dict | None:
+    """The configuration a probe changed: recorded since issue 41 (``base``: the network's model
+    and training settings); None for an earlier probe, made against the configuration the network
+    had then, before attention layouts existed."""
+    return record.get("base")
+
+
+def label(record: dict) -> str:
+    """The network a probe changed, with its attention layout where it has one (a probe made
+    before layouts existed changed the `states` layout, the only one then)."""
+    network, base = record["network"], base_of(record)
+    if base is None:
+        return (
+            f"{network} (states layout)" if "attention_layout" in bench.NETWORKS.get(network, {}) else network
+        )
+    layout = base["settings"].get("attention_layout")
+    return network if layout is None else f"{network} ({layout} layout)"
+
+
+def base_runs(network: str, base: dict | None) -> list[dict]:
+    """The committed runs of ``network`` in configuration ``base`` (settings and training settings);
+    for ``base`` None, its runs without an attention layout, the configuration of every probe made
+    before issue 41 (the segment seq2seq's are in the superseded file since)."""
+    runs = [
+        r
+        for path in (bench.RAW_RESULTS, SUPERSEDED)
+        for r in bench.read_runs(path)
+        if r["network"] == network
+    ]
+    if base is None:
+        return [r for r in runs if "attention_layout" not in r["settings"]]
+    return [
+        r for r in runs if r["settings"] == base["settings"] and r.get("train_settings", {}) == base["train"]
+    ]
+
+
 def committed_selection(
-    network: str, folds: int = bench.SELECTION_FOLDS
+    network: str, folds: int = bench.SELECTION_FOLDS, base: dict | None = None
 ) -> dict[tuple[int, int, int], float]:
     """(look-back, horizon, seed) -> selection MSE over ``folds`` folds of the committed runs of
-    ``network`` that recorded them (a ratio to a score over other folds would mean nothing), on
+    ``network`` in configuration ``base`` (``base_runs``) that recorded them (a ratio to a score over other folds would mean nothing), on
     the probes' own scale: the square of the folds' mean RMSE, as the selection score averages
     RMSE over folds (the benchmark's pick reads the mean of the folds' MSEs instead, which is
     never lower; a probe's ratio needs both sides alike, and probes recorded this one)."""
@@ -76,15 +118,15 @@ def committed_selection(
             math.sqrt(fold["model"]["mse"]) for fold in r["selection_folds"][:folds]
         )
         ** 2
-        for r in bench.read_runs(bench.RAW_RESULTS)
-        if r["network"] == network and len(r.get("selection_folds", [])) >= folds
+        for r in base_runs(network, base)
+        if len(r.get("selection_folds", [])) >= folds
     }
 
 
 def summary(records: list[dict], network: str) -> list[str]:
     """Mean selection MSE per look-back and horizon, its ratio to the committed runs of the same
     seeds, and the geometric mean of the ratios."""
-    committed = committed_selection(network, records[0].get("k", bench.SELECTION_FOLDS) if records else 1)
+    committed = reference(network, records[0], read_probes() + records) if records else {}
     cells: dict[tuple[int, int], list[dict]] = {}
     for record in records:
         cells.setdefault((record["lookback"], record["horizon"]), []).append(record)
@@ -104,6 +146,25 @@ def summary(records: list[dict], network: str) -> list[str]:
     return lines
 
 
+def reference(network: str, record: dict, probes: list[dict]) -> dict[tuple[int, int, int], float]:
+    """What a probe's selection MSE is a ratio to: the committed runs of the configuration it
+    changed, or where none were committed yet (a configuration searched before its 3-seed runs),
+    that configuration's own probes (no --set) on the same selection folds."""
+    base, folds = base_of(record), record.get("k") or bench.SELECTION_FOLDS
+    committed = committed_selection(network, folds, base)
+    if committed:
+        return committed
+    return {
+        (p["lookback"], p["horizon"], p["seed"]): p["selection_mse"]
+        for p in probes
+        if p["network"] == network and not p["sets"] and base_of(p) == base and p.get("k") == folds
+    }
+
+
+def read_probes() -> list[dict]:
+    return bench.read_runs(PROBES)
+
+
 BEGIN, END = (
     "<!-- ett-probes:begin (generated by ett_probe.py --render --readme) -->",
     "<!-- ett-probes:end -->",
@@ -117,8 +178,8 @@ def render(records: list[dict]) -> str:
     beat naive's selection MSE at every horizon."""
     groups: dict[tuple[str, int, tuple[str, ...]], list[dict]] = {}
     for record in records:
-        if record.get("k") == bench.SELECTION_FOLDS:
-            key = (record["network"], record["lookback"], tuple(record["sets"]))
+        if record.get("k") == bench.SELECTION_FOLDS and record["sets"]:  # no --set: a reference
+            key = (label(record), record["lookback"], tuple(record["sets"]))
             groups.setdefault(key, []).append(record)
     if not groups:
         return "no probes scored by today's selection rule"
@@ -137,10 +198,10 @@ def render(records: list[dict]) -> str:
             + " | geometric mean | beats naive everywhere | runs |",
             "|---|---|" + "---|" * len(horizons) + "---|---|---|",
         ]
-        for (network, lb, sets), runs in sorted(groups.items()):
+        for (name, lb, sets), runs in sorted(groups.items()):
             if lb != lookback:
                 continue
-            committed = committed_selection(network)
+            committed = reference(runs[0]["network"], runs[0], records)
             cells, ratios, beats = [], [], True
             for horizon in horizons:
                 here = [r for r in runs if r["horizon"] == horizon]
@@ -154,12 +215,44 @@ def render(records: list[dict]) -> str:
                 cells.append(f"{ratio:.3f}")
             gmean = math.exp(statistics.mean(math.log(r) for r in ratios)) if ratios else float("nan")
             lines.append(
-                f"| {network} | {' '.join(sets)} | "
+                f"| {name} | {' '.join(sets)} | "
                 + " | ".join(cells)
                 + f" | {gmean:.3f} | {'yes' if beats else 'no'} | {len(runs)} |"
             )
         lines.append("")
+    lines += alignment_table(records)
     return "\n".join(lines).rstrip("\n")
+
+
+def alignment_table(records: list[dict]) -> list[str]:
+    """How the attention of the probes that recorded it aligns on the selection period's windows
+    (forecaster/alignment.py; reported only, never a reason to adopt): per network, look-back and
+    change (unchanged: the reference probes, no --set), means over runs."""
+    groups: dict[tuple[str, int, tuple[str, ...]], list[dict]] = {}
+    for record in records:
+        if record.get("k") == bench.SELECTION_FOLDS and record.get("alignment"):
+            groups.setdefault((label(record), record["lookback"], tuple(record["sets"])), []).append(record)
+    if not groups:
+        return []
+    lines = [
+        "Their attention on the selection period's windows, means over runs: entropy of the rows over "
+        "log L (1 = uniform), mean total-variation distance between the rows of two forecast steps, "
+        "weight on lags k*24 (what uniform rows put there).",
+        "",
+        "| network | L | change | entropy | row distance | weight on lags k*24 (uniform) | runs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (name, lookback, sets), runs in sorted(groups.items(), key=lambda item: (item[0][1], item[0])):
+
+        def mean(key: str, runs: list[dict] = runs) -> float:
+            return statistics.mean(r["alignment"][key] for r in runs)
+
+        lines.append(
+            f"| {name} | {lookback} | {' '.join(sets) or '(unchanged)'} | {mean('entropy'):.3f} | "
+            f"{mean('row_distance'):.3f} | {mean('seasonal_share'):.1%} ({mean('seasonal_share_uniform'):.1%}) | "
+            f"{len(runs)} |"
+        )
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -231,15 +324,26 @@ def main() -> None:
             "commit": code,
             "machine": where,
             "k": config.split.folds,  # the selection folds its selection MSE is the mean over
+            "base": {"settings": bench.NETWORKS[args.network], "train": bench.TRAINING.get(args.network, {})},
             **run_probe(config, std),
         }
         records.append(record)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         with args.results.open("a") as raw:
             raw.write(json.dumps(record) + "\n")
+        aligned = record.get("alignment")
+        alignment = (
+            ""
+            if aligned is None
+            else (
+                f", entropy {aligned['entropy']:.3f}, row distance {aligned['row_distance']:.3f}, "
+                f"lags k*{aligned['period']} {aligned['seasonal_share']:.3f} "
+                f"(uniform {aligned['seasonal_share_uniform']:.3f})"
+            )
+        )
         print(
             f"{args.network} {' '.join(args.sets) or '(as committed)'} L={lookback} H={horizon} "
-            f"seed {seed}: selection MSE {record['selection_mse']:.4f} ({record['seconds']:.0f} s)",
+            f"seed {seed}: selection MSE {record['selection_mse']:.4f} ({record['seconds']:.0f} s){alignment}",
             flush=True,
         )
     print("\n".join(summary(records, args.network)))

@@ -153,7 +153,26 @@ class ModelConfig(StrictModel):
     layers: int = Field(2, ge=1)
     dropout: float = Field(0.1, ge=0, lt=1)
     bidirectional: bool = False
-    attention: Literal["none", "bahdanau"] = "bahdanau"
+    attention: Literal["none", "bahdanau"] = Field(
+        "bahdanau",
+        description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k)) or `none` (the decoder sees "
+        "the encoder's final state alone)",
+    )
+    attention_layout: Literal["steps", "states"] = Field(
+        "steps",
+        description="seq2seq attention: `steps`: every forecast step has its own query (the decoder "
+        "state, its position and calendar) over a key per look-back step (its encoder state, position "
+        "and calendar), and retrieves that step's inputs with its state (forecaster/models/"
+        "step_attention.py); `states`: the layout before it, one query per decoder state over the "
+        "encoder states (a segment model's days), which a model saved without this field loads as",
+    )
+    attention_heads: int = Field(
+        1,
+        ge=1,
+        description="seq2seq attention, `steps` layout: weightings of the look-back whose mean is the "
+        "attention (the Temporal Fusion Transformer's interpretable heads: they share the values, so "
+        "the mean of their weights is exactly what the model retrieves)",
+    )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",
         description="seq2seq: `autoregressive` steps through H feeding back its own prediction "
@@ -174,7 +193,8 @@ class ModelConfig(StrictModel):
         ge=0,
         description="feed the RNN segments of this many steps (SegRNN); 0 = steps. Many-to-one: the "
         "encoder reads L/w segments. Seq2seq (direct decoder): the encoder reads L/w segments and the "
-        "decoder emits H/w segments of w steps, attending over the L/w segment states",
+        "decoder emits H/w segments of w steps; its attention still has a row per forecast step over "
+        "every look-back step (the `steps` layout; `states`: each segment over the L/w segment states)",
     )
     highway: int = Field(
         0,
@@ -314,3 +334,14 @@ class ForecastConfig(StrictModel):
                     f"model.segment_length ({w}) must divide window.horizon ({window.horizon}) for "
                     "seq2seq: its decoder emits whole segments"
                 )
+
+
+def with_attention_layout_of_its_time(config: dict) -> dict:
+    """A saved config as its network was built: before issue 41 every attention model had the
+    `states` layout (one query per decoder state), and its saved config has no
+    ``model.attention_layout``; such a model loads with that layout and forecasts as it did."""
+    model = config.get("model", {})
+    attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
+    if not attends or "attention_layout" in model:
+        return config
+    return {**config, "model": {**model, "attention_layout": "states"}}

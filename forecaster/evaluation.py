@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forecaster.alignment import AlignmentMetrics, alignment_metrics, mean_weight_by_lag
 from forecaster.baselines import baseline_forecasts
 from forecaster.conformal import coverage, interval_quantiles
 from forecaster.data.datamodule import Prepared, PreparedPanel, PreparedSeries
@@ -17,6 +18,9 @@ from forecaster.predictor import Predictor
 
 MODEL = "model"
 ATTENTION_EXAMPLES = 3  # windows whose attention weights an evaluation keeps (the heat map's)
+# evenly spaced windows the alignment metrics are measured on (forecaster/alignment.py): 64 x H x L
+# weights, 62 MB at H=720, L=336, made and dropped at once
+ALIGNMENT_SAMPLE = 64
 
 
 def example_windows(windows: int, count: int) -> np.ndarray:
@@ -40,6 +44,10 @@ class Evaluation:
     # ETTh1's test split, for a heat map that shows three)
     attention: np.ndarray | None
     attention_windows: np.ndarray | None = None
+    # attention models: how the weights align, measured on ALIGNMENT_SAMPLE evenly spaced windows,
+    # and their mean weight by lag (lag 1 first; forecaster/alignment.py)
+    alignment: AlignmentMetrics | None = None
+    attention_by_lag: np.ndarray | None = None
     intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
     per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
@@ -133,18 +141,11 @@ def score(
     """One series' forecasts against its actuals and the baselines of the same windows."""
     prepared, windows, past = given.part, given.windows, given.past
     actual = windows.target()  # (N, H)
-    picks, attention = None, None
-    if examples and predictor.has_attention and len(past):
-        picks = example_windows(len(past), ATTENTION_EXAMPLES)
-        attention = predictor.predict(
-            past[picks],
-            None if given.times is None else given.times[picks],
-            return_attention=True,
-            future=None if given.future is None else given.future[picks],
-            series_ids=None if given.ids is None else [given.ids[i] for i in picks],
-        ).attention  # (k, H, L)
-    past_target = past[:, :, 0]  # (N, L)
     period = seasonal_period(prepared.series.frequency)
+    observed = Observed()
+    if examples and predictor.has_attention and len(past):
+        observed = observe_attention(predictor, given, period)
+    past_target = past[:, :, 0]  # (N, L)
     forecasts = {MODEL: mean, **baseline_forecasts(past_target, windows.horizon, period)}
     scale = training_mase_scale(prepared)
     last = past_target[:, -1]
@@ -161,10 +162,42 @@ def score(
         actual=actual,
         past_target=past_target,
         future_times=windows.future_times(),
-        attention=attention,
-        attention_windows=picks,
+        attention=observed.attention,
+        attention_windows=observed.windows,
+        alignment=observed.alignment,
+        attention_by_lag=observed.by_lag,
         intervals=intervals,
         quantiles=quantiles,
+    )
+
+
+@dataclass
+class Observed:
+    """What an evaluation keeps of an attention model's weights."""
+
+    attention: np.ndarray | None = None  # (k, H, L) of the heat map's windows
+    windows: np.ndarray | None = None  # (k,) their indices
+    alignment: AlignmentMetrics | None = None
+    by_lag: np.ndarray | None = None  # (H + L - 1,)
+
+
+def observe_attention(predictor: Predictor, given: SplitWindows, period: int) -> Observed:
+    """The weights of ALIGNMENT_SAMPLE evenly spaced windows: their alignment metrics and mean
+    weight by lag, and the maps of ATTENTION_EXAMPLES of them for the heat map."""
+    sample = example_windows(len(given.past), ALIGNMENT_SAMPLE)
+    weights = predictor.predict(
+        given.past[sample],
+        None if given.times is None else given.times[sample],
+        return_attention=True,
+        future=None if given.future is None else given.future[sample],
+        series_ids=None if given.ids is None else [given.ids[i] for i in sample],
+    ).attention  # (k, H, L)
+    shown = example_windows(len(sample), ATTENTION_EXAMPLES)
+    return Observed(
+        attention=weights[shown],
+        windows=sample[shown],
+        alignment=alignment_metrics(weights, period),
+        by_lag=mean_weight_by_lag(weights),
     )
 
 
@@ -213,6 +246,8 @@ def pool(per_series: dict[str, Evaluation]) -> Evaluation:
         # indices stay right
         attention=first.attention,
         attention_windows=first.attention_windows,
+        alignment=first.alignment,
+        attention_by_lag=first.attention_by_lag,
         intervals=intervals,
         quantiles=quantiles,
         per_series=per_series,

@@ -5,7 +5,7 @@ dispatch, not arithmetic (2 x 64 layers, L=96, H=24, one thread: an LSTM at batc
 in torch and 0.55 ms in ONNX Runtime; a GRU 6.3 ms and 0.48 ms). The exported graph is exactly
 the call the predictor makes (``run_network`` on ``model_inputs``' batch, teacher forcing off);
 its outputs are the forecast, the quantiles and the raw attention weights where the network has
-them, every axis 0 the batch, of any size.
+them, every axis 0 the batch, of any size (but the within-segment weights every window shares).
 
 The export is checked on held-out windows at several batch sizes against the torch network and
 saved only when every output agrees to ``TOLERANCE`` on the network's own (z-scored) scale: a
@@ -40,7 +40,7 @@ BATCH_SIZES = (1, 7, 64)  # checked; 1 and a size that is no power of two catch 
 EXAMPLE_BATCH = 2  # traced with 2 windows: a batch of 1 could be taken for a constant
 OPSET = 17
 INPUTS = ("past", "future", "series")  # model_inputs' keys, in the graph's input order
-OUTPUTS = ("mean", "quantiles", "attention")
+OUTPUTS = ("mean", "quantiles", "attention", "attention_within")
 
 
 @dataclass
@@ -100,7 +100,15 @@ class ExportedNetwork(nn.Module):
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         # tensors: past (B, L, F+K), then future (B, H, Kf+K) and series (B,) where the model has them
         out = run_network(self.network, dict(zip(self.inputs, tensors, strict=True)))
-        return tuple(getattr(out, name) for name in self.outputs)  # (B, H), (B, H, Q), (B, H/w, L/w)
+        # (B, H), (B, H, Q), attention (B, H/w, L/w), (B, H, L) or (B, m, H, L/w), within beside it
+        return tuple(getattr(out, name) for name in self.outputs)
+
+
+def per_window(forecast: Forecast, name: str) -> bool:
+    """Whether output ``name`` has a batch axis: all do but the within-segment attention weights
+    of a model without calendar features, (m, H, L), which every window shares."""
+    shared = name == "attention_within" and forecast.attention_within.dim() < forecast.attention.dim()
+    return not shared
 
 
 def held_out_rows(windows: int, size: int) -> torch.Tensor:
@@ -135,7 +143,7 @@ def _export_and_check(network: nn.Module, held_out: dict[str, torch.Tensor], pat
     # embedding's id hiding back on in the network it wraps
     module = ExportedNetwork(network, list(batch), outputs).eval()
     example = tuple(tensor[held_out_rows(windows, EXAMPLE_BATCH)] for tensor in batch.values())
-    axes = {name: {0: "batch"} for name in [*batch, *outputs]}
+    axes = {name: {0: "batch"} for name in [*batch, *outputs] if name in batch or per_window(reference, name)}
     with warnings.catch_warnings():  # the exporter's deprecation and tracer notes, every time
         warnings.simplefilter("ignore")
         torch.onnx.export(

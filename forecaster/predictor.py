@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from forecaster.config import ForecastConfig
+from forecaster.config import ForecastConfig, with_attention_layout_of_its_time
 from forecaster.conformal import interval_quantiles, volatility_span, window_volatility
 from forecaster.data.calendar import calendar_feature_names, calendar_features, is_sub_daily
 from forecaster.data.clock import LEGACY
@@ -123,7 +123,7 @@ class Predictor:
     @property
     def has_attention(self) -> bool:
         model = self.config.model
-        return model.architecture == "seq2seq" and model.attention == "bahdanau"
+        return model.architecture == "seq2seq" and model.attention != "none"
 
     @functools.cached_property
     def volatility_span(self) -> int:
@@ -368,7 +368,8 @@ class Predictor:
         directory = Path(directory)
         meta = json.loads((directory / META_FILE).read_text())
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
-        config = ForecastConfig.model_validate(without_unused_highway(meta["config"], state))
+        saved = with_attention_layout_of_its_time(without_unused_highway(meta["config"], state))
+        config = ForecastConfig.model_validate(saved)
         calendar = calendar_feature_names(is_sub_daily(meta["frequency"]))
         network = build_network(
             config.model,
@@ -377,6 +378,8 @@ class Predictor:
             horizon=config.window.horizon,
             future_covariates=len(config.data.future_covariates),
             series_count=len(meta.get("series_scalers", {})),
+            lookback=config.window.lookback,
+            season=seasonal_period(meta["frequency"]),
         )
         network.load_state_dict(state)
         predictor = cls(

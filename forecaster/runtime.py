@@ -82,9 +82,10 @@ class OnnxNetwork:
         got = {name: torch.from_numpy(array) for name, array in zip(self.outputs, arrays, strict=True)}
         return Forecast(
             mean=got["mean"],  # (B, H)
-            attention=got.get("attention"),  # (B, H/w, L/w)
+            attention=got.get("attention"),  # (B, H/w or H, L/w)
             quantiles=got.get("quantiles"),  # (B, H, Q)
             segment=self.segment,
+            attention_within=got.get("attention_within"),  # (H, L) or (B, H, L); older graphs: none
         )
 
 

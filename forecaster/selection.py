@@ -67,6 +67,8 @@ def fold_mean(folds: list[Evaluation]) -> Evaluation:
         future_times=stacked(lambda f: f.future_times),
         attention=latest.attention,  # the selection period's examples
         attention_windows=None if latest.attention_windows is None else latest.attention_windows + offset,
+        alignment=latest.alignment,  # the selection period's, as its examples
+        attention_by_lag=latest.attention_by_lag,
         intervals={
             level: {key: mean_of([f.intervals[level][key] for f in folds]) for key in result}
             for level, result in latest.intervals.items()

@@ -23,6 +23,7 @@ from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
 from forecaster.config import ForecastConfig
 from forecaster.conformal import conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
+from forecaster.data.frequency import seasonal_period
 from forecaster.data.scaling import StandardScaler
 from forecaster.epoch_means import EpochMeans
 from forecaster.errors import ConfigError
@@ -72,6 +73,8 @@ def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
         horizon=config.window.horizon,
         future_covariates=len(prepared.series.future_covariates),
         series_count=len(prepared.members) if isinstance(prepared, PreparedPanel) else 0,
+        lookback=config.window.lookback,
+        season=seasonal_period(prepared.series.frequency),
     )
     # val MAE in the target's units: a panel's series each have their own, so their mean
     target_scale = float(np.mean([part.scaler.std[0] for part in prepared.parts]))

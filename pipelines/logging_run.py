@@ -10,6 +10,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import mlflow
+import numpy as np
 import pandas as pd
 import torch
 import yaml
@@ -147,6 +148,7 @@ def log_evaluation(
             metrics.update(metric_dict(test, baseline, f"{baseline}_test"))
             metrics[f"selection_skill_vs_{baseline}"] = selection.skill("mae", baseline)
     metrics["test_windows"] = test.windows
+    metrics.update(alignment_metrics(test))
     for level, result in test.intervals.items():
         percent = round(100 * level)
         metrics[f"test_coverage_{percent}"] = result["coverage"]
@@ -180,6 +182,17 @@ def log_plots(test: Evaluation, title: str) -> None:
     heatmap = plots.attention_heatmaps(test, f"{title}: attention weights on test windows")
     if heatmap is not None:
         log_figure(heatmap, "plots/attention.png")
+
+
+def alignment_metrics(test: Evaluation) -> dict[str, float]:
+    """An attention model's alignment on test windows (forecaster/alignment.py), reported only:
+    ``test_attention_entropy``, ``test_attention_row_distance``, ``test_attention_seasonal_share``
+    and its value for uniform rows; a measure without a value (one forecast step) is left out."""
+    if test.alignment is None:
+        return {}
+    measured = test.alignment.as_dict()
+    names = ("entropy", "row_distance", "seasonal_share", "seasonal_share_uniform")
+    return {f"test_attention_{n}": measured[n] for n in names if np.isfinite(measured[n])}
 
 
 def comparison_csv(test: Evaluation, selection: Evaluation) -> str:

@@ -82,24 +82,47 @@ def error_by_step(evaluation: Evaluation, title: str) -> Figure:
 
 
 def attention_heatmaps(evaluation: Evaluation, title: str) -> Figure | None:
-    """Decoder step (rows) x encoder position (columns) for the test windows the evaluation kept
-    the weights of."""
+    """Forecast step (rows) x look-back step (columns) for the test windows the evaluation kept the
+    weights of, and beside them the mean weight by lag over the evaluation's sample of windows
+    (uniform rows give 1/L at every lag: peaks at 24, 48 ... on hourly data are the same hour on
+    earlier days); the alignment metrics in the title."""
     if evaluation.attention is None:
         return None
     picks = evaluation.attention_windows
-    fig, axes = plt.subplots(1, len(picks), figsize=(5 * len(picks), 4), squeeze=False)
-    lookback = evaluation.attention.shape[2]
-    for ax, i, weights in zip(axes[0], picks, evaluation.attention, strict=True):
+    panels = len(picks) + (evaluation.attention_by_lag is not None)
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4.2), squeeze=False)
+    horizon, lookback = evaluation.attention.shape[1:]
+    for ax, i, weights in zip(axes[0], picks, evaluation.attention, strict=False):
         image = ax.imshow(
             weights,
             aspect="auto",
             cmap="viridis",
-            extent=(-lookback - 0.5, -0.5, evaluation.attention.shape[1] + 0.5, 0.5),
+            extent=(-lookback - 0.5, -0.5, horizon + 0.5, 0.5),
         )
-        ax.set_xlabel("encoder position (steps before forecast)")
-        ax.set_ylabel("decoder step")
+        ax.set_xlabel("look-back step (steps before the forecast)")
+        ax.set_ylabel("forecast step")
         ax.set_title(f"window {i}", fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.046)
-    fig.suptitle(title)
+    if evaluation.attention_by_lag is not None:
+        lag_profile(axes[0, -1], evaluation, lookback)
+    alignment = evaluation.alignment
+    fig.suptitle(title if alignment is None else f"{title}\n{alignment.title()}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def lag_profile(ax, evaluation: Evaluation, lookback: int) -> None:
+    """The mean weight at each lag (forecast step's time minus look-back step's), uniform beside it,
+    and dotted lines at the multiples of the seasonal period."""
+    by_lag = evaluation.attention_by_lag
+    ax.plot(np.arange(1, len(by_lag) + 1), by_lag, color="tab:blue", linewidth=1)
+    ax.axhline(1 / lookback, color="0.5", linestyle="--", linewidth=1, label="uniform (1/L)")
+    if evaluation.alignment is not None:
+        period = evaluation.alignment.period
+        for lag in range(period, len(by_lag) + 1, period):
+            ax.axvline(lag, color="tab:orange", linestyle=":", linewidth=0.8)
+    ax.set_xlabel("lag (steps between forecast step and look-back step)")
+    ax.set_ylabel("mean weight")
+    windows = "" if evaluation.alignment is None else f" over {evaluation.alignment.windows} windows"
+    ax.set_title(f"mean weight by lag{windows}", fontsize=9)
+    ax.legend(fontsize=8)

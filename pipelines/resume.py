@@ -21,6 +21,7 @@ from mlflow.store.artifact.artifact_repo import ArtifactRepository
 from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 
 from forecaster.checkpoints import BEST, LAST, Publish
+from forecaster.config import with_attention_layout_of_its_time
 from forecaster.errors import ForecasterError
 from pipelines.config import RunConfig, read_yaml, validate
 from pipelines.locks import LEASE_S, LockHeld, run_lock, uses_tag_lease
@@ -59,7 +60,9 @@ def run_config_of(run_id: str, tracking_uri: str) -> RunConfig:
             path = client.download_artifacts(run_id, "config.yaml", directory)
         except (MlflowException, OSError):
             raise ResumeError(f"--resume {run_id}: the run logged no config.yaml") from None
-        return validate(read_yaml(path), source=f"config.yaml of run {run_id}")
+        # a run started before the `steps` attention layout existed built its network with the earlier one
+        started = with_attention_layout_of_its_time(read_yaml(path))
+        return validate(started, source=f"config.yaml of run {run_id}")
 
 
 def check_resumable(client: mlflow.MlflowClient, run_id: str) -> Run:

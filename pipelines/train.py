@@ -62,6 +62,9 @@ class TrainingOutcome:
     intervals: dict[str, dict[str, float]] = field(default_factory=dict)  # "80" -> coverage, width
     per_series: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # a panel's, test
     selection_by_fold: list[dict[str, dict[str, float]]] = field(default_factory=list)  # fold 1 first
+    # attention models: the alignment of test windows' weights (forecaster/alignment.py), reported only
+    alignment: dict[str, float] | None = None
+    train_seconds: float = 0.0  # the fit alone (``seconds``: the whole run, evaluation and logging too)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -76,6 +79,7 @@ class TrainingOutcome:
             "metrics": self.metrics,
             "selection_metrics": self.selection_metrics,
             "intervals": self.intervals,
+            **({"alignment": self.alignment} if self.alignment else {}),
             **({"per_series": self.per_series} if self.per_series else {}),
         }
 
@@ -181,6 +185,8 @@ def run_training(
             test_windows=test.windows,
             seconds=0.0,
             epochs=trained.epochs_run,
+            train_seconds=trained.seconds,
+            alignment=None if test.alignment is None else test.alignment.as_dict(),
             test_forecasts=test.forecasts[MODEL],
             per_series=per_series_json(test),
             intervals={

@@ -13,6 +13,13 @@ of t. Nothing is fed back, so:
 With ``segment_length`` w (SegRNN's parallel multi-step decoding, Lin et al. 2023) a decoder step
 is a segment of w horizon steps: it takes those steps' calendar, emits their w values, and the
 recurrence spans H/w steps instead of H, which is what makes H=720 affordable on a CPU.
+
+Attention, `steps` layout (``step_attention.py``): every forecast step attends on its own (its
+segment's decoder state s_t, its position and calendar) over every look-back step, and adds what
+it retrieves to the w values its segment's state emits. The query is s_t, not s_{t-1}: here no
+context feeds the state, so the state that has read the step's own segment is known. The `states`
+layout (models saved before it) attends from s_{t-1} over the encoder states and emits each
+segment's w values from [s_t, c_t].
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from torch import nn
 
 from forecaster.models.attention import BahdanauAttention
 from forecaster.models.cells import hidden_of, recurrent_layer
+from forecaster.models.step_attention import Alignment, StepAttention
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -48,7 +56,11 @@ class DirectDecoder(nn.Module):
         context_size: int,
         outputs: int,
         segment_length: int = 1,
+        step_attention: bool = False,
     ) -> None:
+        """``context_size``: the fixed or attended context the output reads beside the state;
+        ``step_attention``: the `steps` layout, whose retrieved values are added to the output
+        instead."""
         super().__init__()
         if horizon % segment_length:
             raise ValueError(f"segment_length {segment_length} does not divide the horizon {horizon}")
@@ -61,7 +73,8 @@ class DirectDecoder(nn.Module):
         # on [s_t, c_t], as stepwise; w values per step. Dropout on its input, as the many-to-one
         # head has: a one-layer recurrent layer applies none (torch drops only between layers)
         self.dropout = nn.Dropout(dropout)
-        self.output = nn.Linear(hidden_size + context_size, segment_length * outputs)
+        read = hidden_size if step_attention else hidden_size + context_size
+        self.output = nn.Linear(read, segment_length * outputs)
 
     def step_inputs(self, future: torch.Tensor | None, batch: int) -> torch.Tensor:
         """Per step: the calendar of that step's w horizon steps when given, then its position."""
@@ -77,22 +90,31 @@ class DirectDecoder(nn.Module):
         encoded: torch.Tensor,  # (B, L, C): every encoder state h_i
         fixed_context: torch.Tensor,  # (B, C): the encoder's top-layer summary
         future: torch.Tensor | None = None,  # (B, H, K)
-        attention: BahdanauAttention | None = None,
-        keys: torch.Tensor | None = None,  # (B, L, A): attention.project_keys(encoded)
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """-> raw outputs (B, H, Q or 1) and attention weights (B, S, L_enc), or None without attention.
+        attention: BahdanauAttention | StepAttention | None = None,
+        keys: torch.Tensor | None = None,  # (B, L, A): BahdanauAttention.project_keys(encoded)
+        past: torch.Tensor | None = None,  # (B, L, F+K): what StepAttention retrieves
+    ) -> tuple[torch.Tensor, Alignment | None]:
+        """-> raw outputs (B, H, Q or 1) and the attention weights, or None without attention.
 
-        S = H / w decoder steps; L_enc is the number of encoder states (L, or L/w for a segment
-        encoder): the caller maps the weights back onto the look-back's steps.
+        StepAttention: Alignment((B, m, H, L_enc), within (m, H, L) or (B, m, H, L) when w > 1);
+        BahdanauAttention: Alignment((B, S, L_enc)), S = H / w decoder steps. L_enc is the number
+        of encoder states (L, or L/w for a segment encoder): the caller maps the weights back onto
+        the look-back's steps.
         """
         batch = encoded.shape[0]
         inputs = self.step_inputs(future, batch)  # (B, S, w*K + hidden)
         outputs, _ = self.rnn(inputs, state)  # (B, S, hidden): s_t of the top layer, every t
+        if isinstance(attention, StepAttention):
+            alignment = attention.align(outputs, encoded, past, future)  # weights (B, m, H, L_enc)
+            retrieved = attention.retrieve(alignment, encoded, past)  # (B, H, Q or 1)
+            emitted = self.output(self.dropout(outputs)).reshape(batch, self.horizon, self.outputs)
+            return emitted + retrieved, alignment  # (B, H, Q or 1)
         if attention is None:
             contexts = fixed_context.unsqueeze(1).expand(-1, self.steps, -1)  # (B, S, C)
-            weights = None
+            alignment = None
         else:
             queries = previous_states(state, outputs)  # (B, S, hidden): s_{t-1}
             contexts, weights = attention.attend_all(queries, encoded, keys)  # (B, S, C), (B, S, L_enc)
+            alignment = Alignment(weights)
         values = self.output(self.dropout(torch.cat([outputs, contexts], dim=-1)))  # (B, S, w*Q)
-        return values.reshape(batch, self.horizon, self.outputs), weights  # (B, H, Q or 1)
+        return values.reshape(batch, self.horizon, self.outputs), alignment  # (B, H, Q or 1)

@@ -1,13 +1,19 @@
-"""Seq2seq encoder-decoder, with or without Bahdanau attention.
+"""Seq2seq encoder-decoder, with or without attention.
 
 Without attention the decoder sees one fixed context vector (the encoder's final state): the
-bottleneck the textbooks describe. With attention each decoder step scores every encoder state.
-Two decoders: ``autoregressive`` feeds back its own previous output (teacher forcing may replace
-it during training), one step at a time; ``direct`` (``direct_decoder.py``) sees only known-future
+bottleneck the textbooks describe. With attention (``step_attention.py``, the `steps` layout) every
+forecast step has its own query (decoder state, position, calendar) over a key per look-back step
+(encoder state, position, calendar) and retrieves that step's encoder state and inputs. Two
+decoders: ``autoregressive`` feeds back its own previous output (teacher forcing may replace it
+during training), one step at a time; ``direct`` (``direct_decoder.py``) sees only known-future
 inputs, so it runs all H steps in one fused recurrent call and attends for all of them at once.
 With ``segment_length`` w (direct decoder only) the encoder reads L/w embedded segments and the
-decoder emits H/w segments (SegRNN), so attention scores segment states: the weights come out as
-(B, H/w, L/w) and ``Forecast.attention_per_step`` maps them onto steps.
+decoder emits H/w segments (SegRNN); the weights come out per look-back segment and
+``Forecast.attention_per_step`` maps them onto steps.
+
+The `states` layout (``attention.py``) is the one models saved before issue 41 were trained with:
+each decoder state scores the encoder states (a segment model's days), so every step of a decoder
+segment has the same row. It is kept so that those models load and forecast as they did.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
 from forecaster.models.direct_decoder import DirectDecoder
 from forecaster.models.output import Forecast
 from forecaster.models.quantiles import median_of
+from forecaster.models.step_attention import CalendarColumns, StepAttention, StepKeys
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -55,13 +62,21 @@ class Seq2SeqForecaster(nn.Module):
         decoder: str = "autoregressive",
         segment_length: int = 0,
         highway: int = 0,
+        attention_layout: str = "steps",
+        lookback: int | None = None,
+        season: int = 1,
+        calendar: CalendarColumns | None = None,
+        attention_heads: int = 1,
     ) -> None:
+        """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
+        positions; ``calendar`` says where its calendar features are in the inputs."""
         super().__init__()
         if (segment_length or highway) and decoder != "direct":
             raise ValueError("segment_length and highway need the direct decoder")
         self.horizon = horizon
         self.segment = segment_length or 1
         self.embed = None
+        step_size = input_size  # a look-back step's inputs
         if segment_length:  # one RNN step per segment of w look-back steps
             self.embed = nn.Sequential(nn.Linear(segment_length * input_size, hidden_size), nn.ReLU())
             input_size = hidden_size
@@ -73,13 +88,39 @@ class Seq2SeqForecaster(nn.Module):
         self.encoder = recurrent_layer(cell, input_size, hidden_size, layers, dropout, bidirectional)
         self.bridge_h = StateBridge(layers, self.directions, hidden_size)
         self.bridge_c = StateBridge(layers, self.directions, hidden_size) if self.is_lstm else None
-        self.attention = (
-            BahdanauAttention(hidden_size, context_size, hidden_size) if attention == "bahdanau" else None
-        )
         outputs = max(1, len(self.quantiles))
+        self.attention: BahdanauAttention | StepAttention | None = None
+        if attention != "none" and attention_layout == "states":
+            self.attention = BahdanauAttention(hidden_size, context_size, hidden_size)
+        elif attention != "none":
+            if lookback is None:
+                raise ValueError("the `steps` attention layout needs the look-back length")
+            self.attention = StepAttention(
+                query_size=hidden_size,
+                state_size=context_size,
+                input_size=step_size,
+                # the direct decoder adds what a step retrieves to its outputs; the step-by-step
+                # one reads it as its context
+                value_size=outputs if decoder == "direct" else context_size,
+                horizon=horizon,
+                lookback=lookback,
+                segment=self.segment,
+                season=season,
+                calendar=calendar,
+                heads=attention_heads,
+            )
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(
-                cell, horizon, future_size, hidden_size, layers, dropout, context_size, outputs, self.segment
+                cell,
+                horizon,
+                future_size,
+                hidden_size,
+                layers,
+                dropout,
+                context_size,
+                outputs,
+                self.segment,
+                step_attention=isinstance(self.attention, StepAttention),
             )
             # LSTNet's linear skip over the last ``highway`` steps, as the many-to-one networks have it
             self.highway = nn.Linear(highway, horizon) if highway else None
@@ -104,23 +145,31 @@ class Seq2SeqForecaster(nn.Module):
     ) -> Forecast:
         encoded, enc_state = self.encoder(self._encoder_steps(past))  # (B, L/w, C), (layers*D, B, hidden)
         fixed_context = last_layer(hidden_of(enc_state), self.layers, self.directions)  # (B, C)
-        keys = self.attention.project_keys(encoded) if self.attention else None  # (B, L, A)
+        keys = None  # (B, L, A): the `states` layout's projected keys
+        if isinstance(self.attention, BahdanauAttention):
+            keys = self.attention.project_keys(encoded)
         state = self._initial_state(enc_state)  # (layers, B, hidden)
         if self.direct is None:
+            if isinstance(self.attention, StepAttention):
+                keys = self.attention.keys(encoded, past, future)  # StepKeys: once per window
             return self._decode_stepwise(
                 past, future, target, teacher_forcing, encoded, fixed_context, keys, state
             )
         # target and teacher_forcing are ignored: nothing is fed back, so there is nothing to force
-        outputs, attention = self.direct(state, encoded, fixed_context, future, self.attention, keys)
+        outputs, alignment = self.direct(state, encoded, fixed_context, future, self.attention, keys, past)
         if self.highway is not None:
             recent = past[:, -self.highway.in_features :, 0]  # (B, k): the target's last k steps
             outputs = outputs + self.highway(recent).unsqueeze(-1)  # (B, H, Q or 1)
-        w = self.segment
-        if not self.quantiles:  # outputs (B, H, 1), attention (B, H/w, L/w) or None
-            return Forecast(mean=outputs.squeeze(-1), attention=attention, segment=w)  # (B, H)
+        weights, within = None, None  # the `states` layout's (B, H/w, L/w), or the `steps` layout's
+        if isinstance(self.attention, StepAttention):
+            weights, within = alignment.reported()
+        elif alignment is not None:
+            weights = alignment.weights
+        attention = dict(attention=weights, attention_within=within, segment=self.segment)
+        if not self.quantiles:  # outputs (B, H, 1)
+            return Forecast(mean=outputs.squeeze(-1), **attention)  # (B, H)
         outputs = torch.sort(outputs, dim=-1).values  # (B, H, Q): quantiles never cross
-        median = median_of(outputs, self.quantiles)
-        return Forecast(mean=median, attention=attention, quantiles=outputs, segment=w)
+        return Forecast(mean=median_of(outputs, self.quantiles), quantiles=outputs, **attention)
 
     def _encoder_steps(self, past: torch.Tensor) -> torch.Tensor:
         """(B, L, F) -> the encoder's input: the steps, or (B, L/w, hidden) embedded segments."""
@@ -137,7 +186,7 @@ class Seq2SeqForecaster(nn.Module):
         teacher_forcing: float,
         encoded: torch.Tensor,  # (B, L, C)
         fixed_context: torch.Tensor,  # (B, C)
-        keys: torch.Tensor | None,  # (B, L, A)
+        keys: torch.Tensor | StepKeys | None,  # (B, L, A) of the `states` layout, or StepKeys
         state: State,  # (layers, B, hidden)
     ) -> Forecast:
         """The autoregressive decoder: one step at a time, each fed the previous prediction."""
@@ -148,7 +197,10 @@ class Seq2SeqForecaster(nn.Module):
                 context = fixed_context  # (B, C)
             else:
                 query = hidden_of(state)[-1]  # (B, hidden): s_{t-1}, top decoder layer
-                context, alpha = self.attention(query, encoded, keys)  # (B, C), (B, L)
+                if isinstance(self.attention, StepAttention):
+                    context, alpha = self.attention(t, query, keys)  # (B, C), (B, L)
+                else:
+                    context, alpha = self.attention(query, encoded, keys)  # (B, C), (B, L)
                 weights.append(alpha)
             parts = [y_prev, context] if future is None else [y_prev, future[:, t], context]
             step_in = torch.cat(parts, dim=-1).unsqueeze(1)  # (B, 1, 1+K+C)

@@ -145,3 +145,33 @@ def test_the_rolling_origin_rule_picks_and_the_rank_table_compares_it_with_one_f
     assert "| -0.50 | +0.50 | -0.50 |" in rank  # rho k=1, rho k=2, fold 2 against fold 1
     assert "k = 1: the pick was the best on test in 0 of 1 cells" in table
     assert "k = 2: the pick was the best on test in 1 of 1 cells" in table
+
+
+def test_the_attention_table_sets_each_attention_row_against_the_same_network_without(tmp_path):
+    """Issue 41's ablation: attention against none per cell (ratio of test MSEs), against naive,
+    fit seconds as a ratio to the timing reference's, and the alignment of every attention row."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
+    alignment = {"entropy": 0.5, "row_distance": 0.25, "seasonal_share": 0.125}
+    alignment |= {"seasonal_share_uniform": 0.0417, "period": 24, "windows": 64}
+    test_figures = {24: (0.040, 0.050), 48: (0.090, 0.060)}  # horizon -> (with, without) attention
+    runs = []
+    for horizon, (attended, plain) in test_figures.items():
+        runs += [
+            record("seg-seq2seq-attention", 0, 0.1, attended, horizon) | {"train_seconds": 30.0},
+            record("seg-seq2seq", 0, 0.1, plain, horizon) | {"train_seconds": 20.0},
+            record("seg-gru", 0, 0.1, 0.05, horizon) | {"train_seconds": 10.0},
+        ]
+        runs[-3]["alignment"] = alignment
+    table = ett_benchmark.render(runs)
+    assert (
+        "| 96 | 24 | 0.0400 +-0.0000 (n=1) | 0.0500 +-0.0000 (n=1) | 0.800 | 0.1000 | 30 / 20 / 10 | 3.00 |"
+        in table
+    )
+    assert "| 96 | 48 | 0.0900 +-0.0000 (n=1) | 0.0600 +-0.0000 (n=1) | 1.500 |" in table
+    assert (
+        "Attention lower than none in 1 of 2 cells, lower than naive in 2 of 2; fit time 3.00x to 3.00x"
+        in table
+    )
+    assert "| seg-seq2seq-attention | 96 | 24 | no | 0.500 | 0.250 | 12.5% (4.2%) | 0.0400 | 1 |" in table

@@ -17,6 +17,9 @@ PROBE = [sys.executable, str(REPO / "benchmarks/ett_probe.py")]
 
 @pytest.mark.slow  # trains real models: in make test, not make test-fast
 def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
     results = tmp_path / "probes.jsonl"
     done = subprocess.run(
         [*PROBE, "seg-lstm", "--set", "train.epochs=1", "--lookbacks", "96", "--horizons", "24"]
@@ -28,10 +31,11 @@ def test_a_probe_trains_scores_selection_only_and_keeps_its_run(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (record,) = [json.loads(line) for line in results.read_text().splitlines()]
     assert set(record) == {
-        *("network", "sets", "lookback", "horizon", "seed", "commit", "machine", "k"),
+        *("network", "sets", "lookback", "horizon", "seed", "commit", "machine", "k", "base"),
         *("selection_mse", "selection_naive_mse", "epochs", "seconds"),
     }
     assert record["sets"] == ["train.epochs=1"] and record["epochs"] == 1
+    assert record["base"] == {"settings": ett_benchmark.NETWORKS["seg-lstm"], "train": {"ema_decay": 0.99}}
     assert (
         record["machine"]["cpu"] and record["machine"]["cpu_capability"] and record["machine"]["threads"] >= 1
     )
@@ -70,4 +74,26 @@ def test_the_readme_probe_table_is_the_committed_probes_rendered():
     readme = (REPO / "benchmarks/README.md").read_text()
     block = ett_benchmark.readme_tables(readme, (ett_probe.BEGIN, ett_probe.END))
     assert block == ett_probe.render(ett_benchmark.read_runs(ett_probe.PROBES))
-    assert "| seg-seq2seq-attention |" in block
+    assert "| seg-seq2seq-attention (states layout) |" in block  # probes made before issue 41
+
+
+def test_the_probes_alignment_table_averages_the_runs_that_recorded_one():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+    from ett_probe import alignment_table
+
+    base = {"settings": ett_benchmark.NETWORKS["seg-seq2seq-attention"], "train": {}}
+
+    def probe(sets: list[str], entropy: float, **more) -> dict:
+        alignment = {"entropy": entropy, "row_distance": 0.1, "seasonal_share": 0.05}
+        alignment["seasonal_share_uniform"] = 0.04
+        probe = {"network": "seg-seq2seq-attention", "sets": sets, "lookback": 96, "k": 2, "base": base}
+        return {**probe, "alignment": alignment, **more}
+
+    lines = alignment_table([probe([], 0.9), probe([], 0.7), probe(["model.attention_heads=4"], 0.8)])
+    rows = [line for line in lines if line.startswith("| seg-seq2seq-attention")]
+    assert rows == [
+        "| seg-seq2seq-attention (steps layout) | 96 | (unchanged) | 0.800 | 0.100 | 5.0% (4.0%) | 2 |",
+        "| seg-seq2seq-attention (steps layout) | 96 | model.attention_heads=4 | 0.800 | 0.100 | 5.0% (4.0%) | 1 |",
+    ]
+    assert alignment_table([probe([], 0.9, k=1)]) == []  # another selection rule's probes: not shown

@@ -27,7 +27,7 @@ B, L, H, F, K, KF = 8, 12, 5, 2, 4, 2
 @pytest.mark.parametrize("calendar", [0, K])
 def test_every_network_reads_the_future_covariates_of_each_step(model_config, calendar):
     torch.manual_seed(0)
-    network = build_network(model_config, F, calendar, H, future_covariates=KF).eval()
+    network = build_network(model_config, F, calendar, H, future_covariates=KF, lookback=L).eval()
     past = torch.randn(B, L, F + calendar)
     future = torch.randn(B, H, KF + calendar)
     base = network(past, future).mean

@@ -13,6 +13,7 @@ import torch
 
 from forecaster.config import ForecastConfig
 from forecaster.data.datamodule import prepare
+from forecaster.data.frequency import seasonal_period
 from forecaster.data.source import load_from_config
 from forecaster.data.windows import as_batch
 from forecaster.models import build_network
@@ -76,6 +77,8 @@ def untrained_predictor(config: ForecastConfig, prepared) -> Predictor:
         horizon=HORIZON,
         future_covariates=len(config.data.future_covariates),
         series_count=len(prepared.parts) if config.data.id_column else 0,
+        lookback=config.window.lookback,
+        season=seasonal_period(prepared.series.frequency),
     )
     return predictor_for(network.eval(), config, prepared)
 

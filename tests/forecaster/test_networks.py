@@ -13,6 +13,7 @@ from forecaster.predictor import Predictor
 from tests.forecaster.conftest import NETWORKS
 
 B, L, H, F, K = 8, 12, 5, 3, 4
+HOURLY = 24  # the seasonal period of the saved predictors' frequency, "h"
 
 
 def batch(seed: int = 0, calendar: bool = True):
@@ -25,7 +26,7 @@ def batch(seed: int = 0, calendar: bool = True):
 
 @pytest.mark.parametrize("calendar", [False, True])
 def test_output_shapes(model_config, calendar):
-    network = build_network(model_config, F, K if calendar else 0, H)
+    network = build_network(model_config, F, K if calendar else 0, H, lookback=L)
     past, future, target = batch(calendar=calendar)
     out = network(past, future)
     assert out.mean.shape == (B, H)
@@ -40,14 +41,14 @@ def test_attention_weights_are_a_distribution_over_encoder_positions(decoder):
     from forecaster.config import ModelConfig
 
     config = ModelConfig(architecture="seq2seq", attention="bahdanau", hidden_size=16, decoder=decoder)
-    out = build_network(config, F, K, H)(*batch()[:2])
+    out = build_network(config, F, K, H, lookback=L)(*batch()[:2])
     assert (out.attention >= 0).all()
     torch.testing.assert_close(out.attention.sum(-1), torch.ones(B, H))
 
 
 def test_overfits_one_small_batch(model_config):
     torch.manual_seed(0)
-    network = build_network(model_config, F, K, H)
+    network = build_network(model_config, F, K, H, lookback=L)
     past, future, target = batch()
     optimizer = torch.optim.Adam(network.parameters(), lr=1e-2)
     first = None
@@ -66,7 +67,7 @@ def test_same_seed_same_output(model_config):
     outputs = []
     for _ in range(2):
         torch.manual_seed(123)
-        network = build_network(model_config, F, K, H).eval()
+        network = build_network(model_config, F, K, H, lookback=L).eval()
         outputs.append(network(*batch()[:2]).mean)
     torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=0)
 
@@ -86,7 +87,7 @@ def test_save_load_gives_the_same_numbers(model_config, tmp_path):
         }
     )
     torch.manual_seed(0)
-    network = build_network(config.model, F, 0, H)
+    network = build_network(config.model, F, 0, H, lookback=L, season=HOURLY)
     scaler = StandardScaler(mean=np.array([10.0, 0.0, 5.0]), std=np.array([2.0, 1.0, 3.0]))
     predictor = Predictor(network, config, scaler, ["y", "a", "b"], "h")
     windows = np.random.default_rng(0).normal(10, 2, size=(6, L + 3, F))  # longer than L: cut
@@ -108,7 +109,7 @@ def test_teacher_forcing_changes_training_output_only_for_seq2seq():
 
     config = ModelConfig(architecture="seq2seq", attention="none", hidden_size=16, dropout=0.0)
     torch.manual_seed(0)
-    network = build_network(config, F, 0, H)
+    network = build_network(config, F, 0, H, lookback=L)
     past, _, target = batch(calendar=False)
     free = network(past).mean
     forced = network(past, None, target, teacher_forcing=1.0).mean
@@ -130,7 +131,7 @@ def direct_seq2seq(attention: str = "bahdanau", **extra):
         **extra,
     )
     torch.manual_seed(0)
-    return build_network(config, F, K, H).network
+    return build_network(config, F, K, H, lookback=L).network
 
 
 @pytest.mark.parametrize("attention", ["none", "bahdanau"])
@@ -160,7 +161,8 @@ def test_the_direct_decoder_runs_its_rnn_once_over_the_horizon():
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_batched_attention_equals_the_step_by_step_computation(cell):
-    network = direct_seq2seq(cell=cell, layers=2)
+    """The `states` layout (models saved before issue 41): one query s_{t-1} per decoder step."""
+    network = direct_seq2seq(cell=cell, layers=2, attention_layout="states")
     seen = {}
     network.encoder.register_forward_hook(lambda m, inputs, out: seen.update(encoded=out[0]))
     network.direct.rnn.register_forward_hook(
@@ -224,7 +226,7 @@ def test_the_direct_decoders_highway_adds_the_linear_skip_and_the_step_by_step_o
     config = ModelConfig(
         architecture="seq2seq", decoder="direct", hidden_size=8, layers=1, highway=4, level_norm="last"
     )
-    network = build_network(config, 1, 0, 5).eval()
+    network = build_network(config, 1, 0, 5, lookback=12).eval()
     past = torch.randn(3, 12, 1)  # (B, L, F)
     with torch.no_grad():
         before = network(past).mean  # (B, H)
@@ -241,7 +243,7 @@ def test_quantile_outputs_are_ordered_and_the_median_is_the_point_forecast(name)
     from forecaster.config import ModelConfig
 
     model_config = ModelConfig(hidden_size=16, **NETWORKS[name])
-    out = build_network(model_config, F, K, H)(*batch()[:2])
+    out = build_network(model_config, F, K, H, lookback=L)(*batch()[:2])
     assert out.quantiles.shape == (B, H, 3)
     assert (out.quantiles[..., 0] <= out.quantiles[..., 1]).all()
     assert (out.quantiles[..., 1] <= out.quantiles[..., 2]).all()
@@ -263,7 +265,7 @@ def test_the_quantile_seq2seq_feeds_back_the_median_it_reports():
     from forecaster.config import ModelConfig
 
     config = ModelConfig(architecture="seq2seq", hidden_size=16, quantiles=[0.1, 0.9], level_norm="none")
-    network = build_network(config, F, 0, H)
+    network = build_network(config, F, 0, H, lookback=L)
     fed = []
     network.network.decoder.register_forward_hook(lambda m, inputs, out: fed.append(inputs[0][:, 0, 0]))
     past = batch(calendar=False)[0]
@@ -293,15 +295,20 @@ def test_segment_length_must_divide_lookback():
         )
 
 
-def segment_seq2seq(attention: str = "bahdanau", horizon: int = 8):
+def segment_seq2seq(attention: str = "bahdanau", horizon: int = 8, layout: str = "steps"):
     """SegRNN-style seq2seq: L=12 read as 3 segments of 4, H=8 emitted as 2 segments of 4."""
     from forecaster.config import ModelConfig
 
     config = ModelConfig(
-        architecture="seq2seq", decoder="direct", attention=attention, hidden_size=16, segment_length=4
+        architecture="seq2seq",
+        decoder="direct",
+        attention=attention,
+        attention_layout=layout,
+        hidden_size=16,
+        segment_length=4,
     )
     torch.manual_seed(0)
-    return build_network(config, F, K, horizon)
+    return build_network(config, F, K, horizon, lookback=L)
 
 
 def segment_batch(seed: int = 0):
@@ -314,7 +321,9 @@ def segment_batch(seed: int = 0):
 
 
 def test_the_segment_seq2seq_reports_attention_per_step_as_a_distribution():
-    network = segment_seq2seq()
+    """The `states` layout: decoder segment x encoder segment (tests/forecaster/test_step_attention.py
+    has the `steps` layout's)."""
+    network = segment_seq2seq(layout="states")
     past, future, _ = segment_batch()
     out = network(past, future)
     assert out.mean.shape == (B, 8) and out.attention.shape == (B, 2, 3)  # segment x segment
@@ -378,7 +387,9 @@ def test_a_seq2seq_saved_when_highway_was_ignored_loads_as_it_ran(decoder, tmp_p
     )
     torch.manual_seed(0)
     scaler = StandardScaler(mean=np.array([10.0, 0.0, 5.0]), std=np.array([2.0, 1.0, 3.0]))
-    predictor = Predictor(build_network(config.model, F, 0, H), config, scaler, ["y", "a", "b"], "h")
+    predictor = Predictor(
+        build_network(config.model, F, 0, H, lookback=L, season=HOURLY), config, scaler, ["y", "a", "b"], "h"
+    )
     directory = predictor.save(tmp_path / "model")
     meta = json.loads((directory / META_FILE).read_text())
     meta["config"]["model"]["highway"] = 4  # as an older version saved it: set, never built

@@ -17,11 +17,18 @@ from tests.forecaster.conftest import NETWORKS
 from tests.forecaster.test_model_inputs import config_for, hourly_file, untrained_predictor
 
 PANEL = "panel-gru-embedding"  # a panel's series embedding and window-standardised level on top
-EXTRA = {  # the segment seq2seq + attention (SegRNN encoder, direct decoder): attention per segment
-    "seq2seq-segments-attention": dict(
-        architecture="seq2seq", decoder="direct", cell="gru", attention="bahdanau", segment_length=4
+SEGMENT_ATTENTION = dict(architecture="seq2seq", decoder="direct", cell="gru", segment_length=4)
+EXTRA = {  # the segment seq2seq + attention (SegRNN encoder, direct decoder)
+    # per forecast step over each segment, and within it per step: (B, H, L) with calendar features
+    "seq2seq-segments-attention": dict(SEGMENT_ATTENTION, attention="bahdanau"),
+    # without calendar features the within-segment weights are (H, L), one for every window
+    "seq2seq-segments-attention-no-calendar": dict(SEGMENT_ATTENTION, attention="bahdanau"),
+    # the layout of models saved before issue 41: attention per segment
+    "seq2seq-segments-attention-states": dict(
+        SEGMENT_ATTENTION, attention="bahdanau", attention_layout="states"
     ),
 }
+WITHOUT_CALENDAR = {"seq2seq-segments-attention-no-calendar"}
 ARCHITECTURES = [*sorted(NETWORKS), *EXTRA, PANEL]
 
 
@@ -30,7 +37,8 @@ def prepared_predictor(tmp_path, name: str):
         model = {"cell": "gru", "series_embedding": 3, "level_norm": "standard"}
         config = config_for(hourly_file(tmp_path, panel=True), model, id_column="id")
     else:
-        config = config_for(hourly_file(tmp_path), {**NETWORKS, **EXTRA}[name])
+        data = {"calendar_features": False} if name in WITHOUT_CALENDAR else {}
+        config = config_for(hourly_file(tmp_path), {**NETWORKS, **EXTRA}[name], **data)
     prepared = prepare(load_from_config(config.data), config)
     return untrained_predictor(config, prepared), prepared
 
@@ -60,7 +68,7 @@ def test_the_export_gives_the_networks_outputs_at_any_batch_size(tmp_path, name)
         with torch.inference_mode():
             expected, got = torch_network(batch), loaded.runtime(batch)
         assert got.segment == expected.segment
-        for field in ("mean", "quantiles", "attention"):
+        for field in ("mean", "quantiles", "attention", "attention_within"):
             want, have = getattr(expected, field), getattr(got, field)
             assert (want is None) == (have is None), field
             if want is not None:
@@ -71,7 +79,10 @@ def test_the_export_gives_the_networks_outputs_at_any_batch_size(tmp_path, name)
         assert ("quantiles" in report.outputs) == bool(predictor.config.model.quantiles)
 
 
-@pytest.mark.parametrize("name", ["seq2seq-attention-quantiles", "seq2seq-segments-attention"])
+@pytest.mark.parametrize(
+    "name",
+    ["seq2seq-attention-quantiles", "seq2seq-segments-attention", "seq2seq-segments-attention-no-calendar"],
+)
 def test_the_predictor_forecasts_the_same_through_either_runtime(tmp_path, name):
     """Scaling, calendar, future covariates, attention per step (a segment model's spread over
     its steps) and intervals around the network are one code path: only the network call differs."""

@@ -1,0 +1,214 @@
+"""Attention from every forecast step over every look-back step (the `steps` layout, issue 41).
+
+Query of forecast step t: [decoder state | position of t | calendar of t]. Key of look-back step
+i: [encoder state | position of i | calendar of i]. The score is Bahdanau's additive one with
+block-diagonal W and U, so it is exactly a sum of one score per block:
+
+    e[t, i] = content(s_t, h_i) + position(t, i) + calendar(t, i)
+
+and each block is computed where it varies, which is what keeps all H x L pairs affordable:
+
+* content: decoder state x encoder state. A segment model (w steps per recurrent step) has H/w
+  decoder states and L/w encoder states, so this block is (B, H/w, L/w); every step of a segment
+  shares its state, so computing it per step would repeat the same numbers w x w times.
+* position: the same for every window, (H, L), once per forward pass (``positions.py``): it
+  lets a query find "the same hour yesterday", which no state-only score can single out within a
+  segment.
+* calendar (models with calendar features): each step's own hour, weekday and day of year,
+  (B, H, L) with a small score size.
+
+The softmax over the L steps factors over segments (``segment_softmax``), so nothing of size
+B x H x L is made unless the calendar block needs it or a caller asks for the weights per step.
+
+Values: what a step retrieves is its encoder state and its own inputs (the scaled value, and its
+calendar), projected: attending to yesterday's hour retrieves yesterday's value at that hour, not
+a summary of the day it belongs to.
+
+Heads (``heads``): several weightings of the same pairs, whose mean is the attention, as the
+Temporal Fusion Transformer's interpretable multi-head attention has it (Lim et al. 2021): the
+heads share the values, so what the mean of their weights retrieves is exactly what the model
+uses, and the map a user reads (``Forecast.attention_per_step``) is that mean. One head has to
+choose between, say, the last few hours and the same hour on earlier days; several need not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from forecaster.models.positions import StepPositions
+from forecaster.models.scores import AdditiveScore
+
+POSITION_SIZE = 16  # features per step's position, and the size of the position block's score
+CALENDAR_SIZE = 8  # the calendar block's score size: it is the only block of B x H x L x size
+
+
+@dataclass(frozen=True)
+class CalendarColumns:
+    """Where the K calendar features sit in the network's inputs (forecaster/data/model_inputs.py):
+    in past (B, L, F+K+...) after the F series features, in future (B, H, Kf+K+...) after the Kf
+    future covariates."""
+
+    past_start: int
+    future_start: int
+    size: int
+
+    def of_past(self, past: torch.Tensor) -> torch.Tensor:
+        return past[..., self.past_start : self.past_start + self.size]  # (B, L, K)
+
+    def of_future(self, future: torch.Tensor) -> torch.Tensor:
+        return future[..., self.future_start : self.future_start + self.size]  # (B, H, K)
+
+
+class Alignment(NamedTuple):
+    """Attention weights in compact form, per head: ``weights`` (B, m, H, L/w) per look-back
+    segment and, for w > 1, ``within`` (m, H, L) or (B, m, H, L): each segment's weight shared
+    among its w steps. Head k's weight of step i for forecast step t is
+    weights[k, t, i // w] * within[k, t, i]; the attention is the mean over the m heads."""
+
+    weights: torch.Tensor
+    within: torch.Tensor | None = None
+
+    def reported(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """What a Forecast carries: w = 1, the mean over heads (B, H, L) itself; w > 1, the factors
+        (``Forecast.attention_per_step`` multiplies them and takes the mean over heads)."""
+        if self.within is None:
+            return self.weights.mean(dim=-3), None
+        return self.weights, self.within
+
+
+def per_forecast_step(scores: torch.Tensor, segment: int) -> torch.Tensor:
+    """(..., H/w, X) -> (..., H, X): each decoder segment's row for each of its w forecast steps."""
+    repeated = scores.unsqueeze(-2).expand(*scores.shape[:-1], segment, scores.shape[-1])  # (..., H/w, w, X)
+    return repeated.flatten(-3, -2)  # (..., H, X)
+
+
+def segment_softmax(segment_scores: torch.Tensor, step_scores: torch.Tensor, segment: int) -> Alignment:
+    """softmax over i of segment_scores[t, i // w] + step_scores[t, i], in factored form.
+
+    segment_scores (B, m, H, L/w); step_scores (m, H, L) or (B, m, H, L). exp(a + b) / Z splits
+    into the segment's share, exp(a + log sum_segment exp(b)) / Z, times the step's share of its
+    segment, exp(b) / sum_segment exp(b): the same numbers, without a B x H x L tensor when
+    step_scores is shared by the batch.
+    """
+    if segment == 1:
+        return Alignment(torch.softmax(segment_scores + step_scores, dim=-1))  # (B, m, H, L)
+    steps = step_scores.unflatten(-1, (-1, segment))  # (..., m, H, L/w, w)
+    mass = torch.logsumexp(steps, dim=-1)  # (..., m, H, L/w): log of a segment's summed exp
+    weights = torch.softmax(segment_scores + mass, dim=-1)  # (B, m, H, L/w), sums to 1 over segments
+    within = torch.softmax(steps, dim=-1).flatten(-2)  # (..., m, H, L), each segment's w sum to 1
+    return Alignment(weights, within)
+
+
+def mix(alignment: Alignment, segment_values: torch.Tensor, step_values: torch.Tensor) -> torch.Tensor:
+    """The mean over heads of sum_i alpha[t, i] (segment_values[i // w] + step_values[i]), for
+    every forecast step t.
+
+    segment_values (B, L/w, V), step_values (B, L, V) -> (B, H, V).
+    """
+    weights, within = alignment
+    if within is None:  # w = 1: the segments are the steps
+        return torch.bmm(weights.mean(dim=1), segment_values + step_values)  # (B, H, V)
+    from_segments = torch.bmm(weights.mean(dim=1), segment_values)  # (B, H, V)
+    batch, heads, _, segments = weights.shape
+    steps = step_values.reshape(batch, segments, -1, step_values.shape[-1])  # (B, L/w, w, V)
+    shares = within.unflatten(-1, (segments, -1))  # (..., m, H, L/w, w)
+    pattern = "mhsw,bswv->bmhsv" if shares.dim() == 4 else "bmhsw,bswv->bmhsv"
+    inside = torch.einsum(pattern, shares, steps)  # (B, m, H, L/w, V): each segment's steps, mixed
+    return from_segments + torch.einsum("bmhs,bmhsv->bhv", weights, inside) / heads  # (B, H, V)
+
+
+@dataclass
+class StepKeys:
+    """What the step-by-step decoder computes once per window and reads at every step."""
+
+    content: torch.Tensor  # (B, L, A): the encoder states, projected for the content score
+    position: torch.Tensor  # (m, H, L): the position block of every (t, i)
+    calendar: torch.Tensor | None  # (B, L, A_cal): the look-back calendar, projected
+    future_calendar: torch.Tensor | None  # (B, H, K)
+    values: torch.Tensor  # (B, L, V)
+
+
+class StepAttention(nn.Module):
+    def __init__(
+        self,
+        query_size: int,
+        state_size: int,
+        input_size: int,
+        value_size: int,
+        horizon: int,
+        lookback: int,
+        segment: int = 1,
+        season: int = 1,
+        calendar: CalendarColumns | None = None,
+        heads: int = 1,
+    ) -> None:
+        """``query_size``: the decoder state's; ``state_size``:
+        an encoder state's (C); ``input_size``: a look-back step's inputs (the values it also
+        retrieves); ``value_size`` V: what a step retrieves (the decoder's outputs Q for the direct
+        decoder, whose output adds it; C for the step-by-step one, whose RNN reads it)."""
+        super().__init__()
+        self.segment = segment
+        self.content = AdditiveScore(query_size, state_size, query_size, heads)  # size: as `states` has it
+        self.positions = StepPositions(horizon, lookback, POSITION_SIZE, season)
+        self.position = AdditiveScore(POSITION_SIZE, POSITION_SIZE, POSITION_SIZE, heads)
+        self.calendar_columns = calendar
+        self.calendar = None
+        if calendar is not None:
+            self.calendar = AdditiveScore(calendar.size, calendar.size, CALENDAR_SIZE, heads)
+        self.state_values = nn.Linear(state_size, value_size)
+        self.input_values = nn.Linear(input_size, value_size, bias=False)
+
+    def position_scores(self) -> torch.Tensor:
+        forecast, lookback = self.positions()  # (H, P), (L, P)
+        return self.position(forecast, self.position.keys(lookback))  # (m, H, L)
+
+    def align(
+        self,
+        states: torch.Tensor,  # (B, H/w, hidden): the decoder state of each forecast segment
+        encoded: torch.Tensor,  # (B, L/w, C): the encoder state of each look-back segment
+        past: torch.Tensor,  # (B, L, F+K+...)
+        future: torch.Tensor | None,  # (B, H, Kf+K+...)
+    ) -> Alignment:
+        """The weights of all H forecast steps over all L look-back steps, in one pass."""
+        content = self.content(states, self.content.keys(encoded))  # (B, m, H/w, L/w)
+        content = per_forecast_step(content, self.segment)  # (B, m, H, L/w)
+        steps = self.position_scores()  # (m, H, L), shared by the batch
+        if self.calendar is not None:
+            columns = self.calendar_columns
+            calendar_keys = self.calendar.keys(columns.of_past(past))  # (B, L, A_cal)
+            steps = steps + self.calendar(columns.of_future(future), calendar_keys)  # (B, m, H, L)
+        return segment_softmax(content, steps, self.segment)
+
+    def retrieve(self, alignment: Alignment, encoded: torch.Tensor, past: torch.Tensor) -> torch.Tensor:
+        """(B, H, V): what each forecast step's weights retrieve, encoder states and inputs."""
+        return mix(alignment, self.state_values(encoded), self.input_values(past))
+
+    def keys(self, encoded: torch.Tensor, past: torch.Tensor, future: torch.Tensor | None) -> StepKeys:
+        """The step-by-step decoder's keys and values (w = 1: an encoder state per step)."""
+        calendar = future_calendar = None
+        if self.calendar is not None:
+            calendar = self.calendar.keys(self.calendar_columns.of_past(past))  # (B, L, A_cal)
+            future_calendar = self.calendar_columns.of_future(future)  # (B, H, K)
+        return StepKeys(
+            content=self.content.keys(encoded),  # (B, L, A)
+            position=self.position_scores(),  # (H, L)
+            calendar=calendar,
+            future_calendar=future_calendar,
+            values=self.state_values(encoded) + self.input_values(past),  # (B, L, V)
+        )
+
+    def forward(self, t: int, query: torch.Tensor, keys: StepKeys) -> tuple[torch.Tensor, torch.Tensor]:
+        """Forecast step t of the step-by-step decoder: query (B, hidden), its state s_{t-1} ->
+        context (B, V) and weights (B, L), the mean over heads."""
+        scores = self.content(query.unsqueeze(1), keys.content).squeeze(-2)  # (B, m, L)
+        scores = scores + keys.position[:, t]  # (B, m, L)
+        if keys.calendar is not None:
+            here = keys.future_calendar[:, t : t + 1]  # (B, 1, K)
+            scores = scores + self.calendar(here, keys.calendar).squeeze(-2)  # (B, m, L)
+        weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, L), sums to 1
+        context = torch.bmm(weights.unsqueeze(1), keys.values).squeeze(1)  # (B, V)
+        return context, weights

@@ -1,0 +1,233 @@
+"""The `steps` attention layout (issue 41): a query per forecast step over a key per look-back
+step; its factored weights are the plain softmax's; it learns to look where the future repeats
+the past; models saved with the earlier `states` layout load and forecast as they did."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from forecaster.config import ForecastConfig, ModelConfig, with_attention_layout_of_its_time
+from forecaster.data.scaling import StandardScaler
+from forecaster.models import build_network
+from forecaster.models.output import Forecast
+from forecaster.models.step_attention import Alignment, mix, per_forecast_step, segment_softmax
+from forecaster.predictor import META_FILE, Predictor
+
+B, L, H, F, K, W, M = 4, 12, 8, 2, 3, 4, 3  # windows, look-back, horizon, series, calendar, segment, heads
+HOURLY = 24
+
+
+def seq2seq(decoder: str = "direct", segment: int = W, **model) -> torch.nn.Module:
+    """The bare Seq2SeqForecaster (no level normalisation around it)."""
+    config = ModelConfig(
+        architecture="seq2seq",
+        decoder=decoder,
+        segment_length=segment,
+        hidden_size=8,
+        layers=1,
+        dropout=0.0,
+        level_norm="none",
+        **model,
+    )
+    torch.manual_seed(0)
+    return build_network(config, F, K, H, lookback=L, season=HOURLY).network
+
+
+def inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(B, L, F + K, generator=g), torch.randn(B, H, K, generator=g)
+
+
+def full_softmax(segment_scores: torch.Tensor, step_scores: torch.Tensor, w: int) -> torch.Tensor:
+    """The B x H x L softmax the factored form stands for."""
+    return torch.softmax(segment_scores.repeat_interleave(w, dim=-1) + step_scores, dim=-1)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-steps", "per-window-steps"])
+def test_the_factored_softmax_and_mix_are_the_plain_ones(shared):
+    """Per head, the factors multiply to the B x m x H x L softmax; what they retrieve is what the
+    mean of the heads' weights retrieves, and that mean is the reported attention."""
+    g = torch.Generator().manual_seed(1)
+    segment_scores = 3 * torch.randn(B, M, H, L // W, generator=g)
+    step_scores = 3 * torch.randn(*(() if shared else (B,)), M, H, L, generator=g)
+    alignment = segment_softmax(segment_scores, step_scores, W)
+    expected = full_softmax(segment_scores, step_scores, W)  # (B, m, H, L)
+    torch.testing.assert_close(alignment.weights.repeat_interleave(W, dim=-1) * alignment.within, expected)
+    attention, within = alignment.reported()
+    reported = Forecast(mean=torch.zeros(B, H), attention=attention, attention_within=within, segment=W)
+    torch.testing.assert_close(reported.attention_per_step(), expected.mean(dim=1))
+    segment_values, step_values = torch.randn(B, L // W, 5, generator=g), torch.randn(B, L, 5, generator=g)
+    values = segment_values.repeat_interleave(W, dim=1) + step_values  # (B, L, 5)
+    plain = torch.bmm(expected.mean(dim=1), values)  # (B, H, 5)
+    torch.testing.assert_close(mix(alignment, segment_values, step_values), plain)
+    one_step = Alignment(torch.softmax(step_scores.expand(B, M, H, L), dim=-1))  # w = 1: no factors
+    torch.testing.assert_close(
+        mix(one_step, values, torch.zeros_like(values)), torch.bmm(one_step.weights.mean(dim=1), values)
+    )
+
+
+def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation():
+    """Every forecast step t: softmax_i(content(s_t, h_i//w) + position(t, i) + calendar(t, i)), and
+    its output is the segment state's value for t plus what those weights retrieve."""
+    network = seq2seq(cell="gru", attention_heads=M)
+    attention, seen = network.attention, {}
+    network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0]))
+    network.direct.rnn.register_forward_hook(lambda m, i, out: seen.update(states=out[0]))
+    past, future = inputs()
+    out = network(past, future)
+    encoded, states = seen["encoded"], seen["states"]  # (B, L/w, C), (B, H/w, hidden)
+    content = attention.content(states, attention.content.keys(encoded))  # (B, m, H/w, L/w)
+    content = content.repeat_interleave(W, dim=-2).repeat_interleave(W, dim=-1)  # (B, m, H, L)
+    columns = attention.calendar_columns
+    calendar = attention.calendar(columns.of_future(future), attention.calendar.keys(columns.of_past(past)))
+    scores = content + attention.position_scores() + calendar  # (B, m, H, L)
+    weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, H, L): the mean over heads
+    torch.testing.assert_close(out.attention_per_step(), weights)
+    values = attention.state_values(encoded).repeat_interleave(W, dim=1) + attention.input_values(past)
+    emitted = network.direct.output(states).reshape(B, H)  # (B, H): w values per segment state
+    torch.testing.assert_close(out.mean, emitted + torch.bmm(weights, values).squeeze(-1))
+
+
+@pytest.mark.parametrize(
+    "decoder, segment",
+    [("direct", W), ("direct", 0), ("autoregressive", 0)],
+    ids=["segments", "steps", "stepwise"],
+)
+@pytest.mark.parametrize("heads", [1, M])
+def test_every_forecast_step_has_its_own_row(decoder, segment, heads):
+    """Even untrained and inside one decoder segment: the rows differ, each a distribution over L."""
+    out = seq2seq(decoder, segment, attention_heads=heads)(*inputs())
+    weights = out.attention_per_step()  # (B, H, L)
+    assert weights.shape == (B, H, L) and (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, H))
+    for t in range(1, H):
+        assert not torch.allclose(weights[:, t], weights[:, t - 1]), t
+
+
+def test_per_forecast_step_repeats_each_segments_row_for_its_steps():
+    rows = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)
+    torch.testing.assert_close(per_forecast_step(rows, 4), rows.repeat_interleave(4, dim=1))
+
+
+COPY_LAG = 24
+
+
+def copy_task(generator: torch.Generator, windows: int, lookback: int, horizon: int):
+    """Independent noise, and a future that repeats the value COPY_LAG steps back: the look-back
+    step t + L - 24 holds forecast step t's value, and no other step says anything about it."""
+    past = torch.randn(windows, lookback, 1, generator=generator)  # (N, L, 1)
+    return past, past[:, lookback - COPY_LAG : lookback - COPY_LAG + horizon, 0]  # (N, H)
+
+
+@pytest.fixture
+def one_thread():
+    """Small tensors: one thread is faster, and a second spins against whatever else runs."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_attention_learns_to_look_at_the_lag_the_future_copies(one_thread):
+    """The default direct decoder (one-day segments, as `--model seq2seq` builds it at L=96,
+    H=24) trained for a few seconds: most of every row's weight lands on lag 24. Level
+    normalisation is off: relative to the last value, the last step's lag-24 value is the level
+    itself, which that row then never needs to retrieve."""
+    lookback, horizon = 96, 24
+    config = ModelConfig(
+        architecture="seq2seq",
+        decoder="direct",
+        segment_length=24,
+        cell="gru",
+        hidden_size=16,
+        layers=1,
+        dropout=0.0,
+        level_norm="none",
+    )
+    torch.manual_seed(0)
+    network = build_network(config, 1, 0, horizon, lookback=lookback, season=HOURLY)
+    optimizer = torch.optim.Adam(network.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(300):
+        past, target = copy_task(g, 64, lookback, horizon)
+        loss = torch.nn.functional.mse_loss(network(past).mean, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    network.eval()
+    past, target = copy_task(g, 128, lookback, horizon)
+    with torch.no_grad():
+        out = network(past)
+    weights = out.attention_per_step()  # (N, H, L)
+    steps = torch.arange(horizon)
+    on_lag = weights[:, steps, steps + lookback - COPY_LAG]  # (N, H): each row's weight on lag 24
+    assert on_lag.min() > 0.5, on_lag.min(dim=0).values
+    assert on_lag.mean() > 0.8, on_lag.mean()
+    assert torch.nn.functional.mse_loss(out.mean, target) < 0.05  # it copies (noise variance: 1)
+
+
+def saved_predictor(tmp_path, layout: str) -> Predictor:
+    config = ForecastConfig.model_validate(
+        {
+            "data": {"path": "x.csv", "time_column": "t", "target": "y"},
+            "window": {"lookback": L, "horizon": H},
+            "model": {
+                "architecture": "seq2seq",
+                "decoder": "direct",
+                "segment_length": W,
+                "attention_layout": layout,
+                "hidden_size": 8,
+                "layers": 1,
+            },
+        }
+    )
+    torch.manual_seed(0)
+    network = build_network(config.model, 1, 0, H, lookback=L, season=HOURLY)
+    predictor = Predictor(
+        network, config, StandardScaler(mean=np.array([10.0]), std=np.array([2.0])), ["y"], "h"
+    )
+    predictor.save(tmp_path / layout)
+    return predictor
+
+
+def test_a_model_saved_before_the_steps_layout_loads_and_forecasts_as_it_did(tmp_path):
+    """A model saved before issue 41 has no model.attention_layout in its config: it loads with the
+    `states` layout it was trained with and gives the very same forecasts and weights."""
+    before = saved_predictor(tmp_path, "states")
+    meta = json.loads((tmp_path / "states" / META_FILE).read_text())
+    del meta["config"]["model"]["attention_layout"]  # as it was saved then
+    (tmp_path / "states" / META_FILE).write_text(json.dumps(meta))
+    loaded = Predictor.load(tmp_path / "states")
+    assert loaded.config.model.attention_layout == "states"
+    windows = np.random.default_rng(0).normal(10, 2, size=(5, L))
+    then, now = before.predict(windows, return_attention=True), loaded.predict(windows, return_attention=True)
+    np.testing.assert_array_equal(now.mean, then.mean)
+    np.testing.assert_array_equal(now.attention, then.attention)
+    np.testing.assert_array_equal(
+        now.attention[:, 0], now.attention[:, W - 1]
+    )  # a segment's steps share a row
+
+
+def test_a_model_saved_with_the_steps_layout_keeps_it(tmp_path):
+    saved_predictor(tmp_path, "steps")
+    loaded = Predictor.load(tmp_path / "steps")
+    assert loaded.config.model.attention_layout == "steps"
+    weights = loaded.predict(
+        np.random.default_rng(0).normal(10, 2, size=(5, L)), return_attention=True
+    ).attention
+    assert not np.allclose(weights[:, 0], weights[:, 1])  # its own row per forecast step
+
+
+def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
+    old = {"model": {"architecture": "seq2seq", "attention": "bahdanau"}}
+    assert with_attention_layout_of_its_time(old)["model"]["attention_layout"] == "states"
+    for unchanged in (
+        {"model": {"architecture": "seq2seq", "attention": "none"}},
+        {"model": {"architecture": "many_to_one"}},
+        {"model": {"architecture": "seq2seq", "attention_layout": "steps"}},
+    ):
+        assert with_attention_layout_of_its_time(unchanged) == unchanged
