@@ -19,6 +19,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md requirements.lock ./
 COPY forecaster ./forecaster
+COPY infra ./infra
 COPY monitoring ./monitoring
 COPY pipelines ./pipelines
 COPY service ./service

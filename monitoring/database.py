@@ -19,11 +19,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from forecaster.errors import ForecasterError
-from forecaster.redaction import redact
+from infra.database_urls import sqlalchemy_url, sqlite_file
+from infra.redaction import redact
 
 VERSION_TABLE = "forecast_log_version"  # not alembic_version: the log may share MLflow's database
 MIGRATIONS = "monitoring:migrations"
@@ -69,19 +70,9 @@ def log_engine(url: str, writer: bool = True, timeout_s: float = 5.0) -> Engine:
                 cursor.close()
 
         return engine
-    parsed = make_url(url)
-    if parsed.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; we ship psycopg 3
-        parsed = parsed.set(drivername="postgresql+psycopg")
+    parsed = sqlalchemy_url(url)
     connect_args = {"connect_timeout": 3} if parsed.drivername.startswith("postgresql") else {}
     return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of an SQLite URL (None: another database, or SQLite in memory)."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database).absolute()
 
 
 def file_identity(path: Path | None) -> tuple[int, int] | None:
@@ -209,7 +200,7 @@ class LogDatabase:
         # SQLite: wait up to 30 s for the write lock (a large actuals batch holds it for seconds;
         # a writer giving up after 5 s lost its batch)
         self.engine = log_engine(url, writer=True, timeout_s=BUSY_TIMEOUT_S)
-        self.path = sqlite_path(url)
+        self.path = sqlite_file(url)
         self.identity: tuple[int, int] | None = None
         self.prepared = False
         self._preparing = threading.Lock()
@@ -267,7 +258,7 @@ def open_for_reading(url: str) -> Engine:
     nothing: SQLite would make a new empty file of a mistyped path, and a monitor reading it would
     report "insufficient data" instead of the mistake."""
     shown = redact(url) or ""
-    path = sqlite_path(url)
+    path = sqlite_file(url)
     if path is not None and not path.exists():
         raise LogUnavailable(f"no forecast log at {shown}: the file {path} does not exist")
     engine = log_engine(url, writer=False)

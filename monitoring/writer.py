@@ -25,7 +25,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.bulk import insert_many
 from monitoring.database import LogDatabase, LogUnavailable
 from monitoring.metrics import LogMetrics

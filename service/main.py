@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from forecaster.redaction import redact_handlers
+from infra.redaction import redact_handlers
 from monitoring.collector import MonitorCollector
 from monitoring.database import LogDatabase
 from monitoring.scoring import Thresholds

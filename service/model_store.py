@@ -18,7 +18,7 @@ import torch
 
 from forecaster.model_uri import ALIAS_URI, VERSION_URI
 from forecaster.predictor import Prediction, Predictor
-from forecaster.redaction import redact
+from infra.redaction import redact
 from service.example_window import example_window
 from service.registry_store import NoStoreError, check_store, no_model_reason
 

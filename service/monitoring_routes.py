@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.actuals import UnknownSeries
 from monitoring.scoring import Thresholds
 from monitoring.writer import ForecastLog

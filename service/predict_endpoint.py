@@ -35,7 +35,7 @@ from typing import Any
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.records import ForecastRecord
 from monitoring.scoring import CHAMPION
 from monitoring.writer import ForecastLog

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.database import LogUnavailable
 from monitoring.snapshot import SharedMonitor
 from monitoring.writer import ForecastLog
