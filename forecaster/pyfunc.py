@@ -122,3 +122,16 @@ def pip_requirements() -> list[str]:
 
 def save_predictor_dir(predictor: Predictor, directory: str | Path) -> str:
     return str(predictor.save(Path(directory) / ARTIFACT_KEY))
+
+
+def load_predictor(model_uri: str) -> Predictor:
+    """The Predictor inside a logged or registered model (any URI MLflow reads)."""
+    from mlflow.exceptions import MlflowException
+
+    from forecaster.errors import ModelLoadError
+
+    try:
+        model = mlflow.pyfunc.load_model(model_uri)
+    except (MlflowException, OSError) as exc:
+        raise ModelLoadError(f"cannot load model {model_uri}: {exc}") from None
+    return model.unwrap_python_model().predictor

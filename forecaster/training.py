@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,23 @@ from forecaster.evaluation import MODEL, evaluate, training_mase_scale
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
 from forecaster.predictor import SINGLE_SERIES, Predictor
+
+
+@dataclass
+class TrainingHooks:
+    """What a caller adds to a training (``train_model``'s arguments beyond config and data):
+    pipelines/train.py passes MLflow's logger, the epoch lines, the run's checkpoint folder and
+    its publisher, and whether to resume; the Python API passes none."""
+
+    logger: Logger | bool = False
+    callbacks: list[Callback] = field(default_factory=list)
+    checkpoint_dir: str | Path | None = None
+    publish: Publish | None = None
+    resume: bool = False
+    progress: bool = True
+
+    def arguments(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass

@@ -873,7 +873,7 @@ def monitor(
 ) -> None:
     """Live forecast quality from the forecast log: MAE, RMSE, MASE, skill against naive and
     seasonal naive, interval coverage, per model version and horizon step, and the status."""
-    from forecaster.redaction import redact
+    from infra.redaction import redact
     from monitoring.settings import MonitoringSettings
     from pipelines.monitor import print_monitor, read_monitor
 
@@ -890,7 +890,7 @@ def monitor(
 def upgrade_log(forecast_log: ForecastLogUrl = None) -> None:
     """Migrate the forecast log to this version's layout (the service does it when it starts; this
     is for a log read before any new service touched it, or to migrate before a deployment)."""
-    from forecaster.redaction import redact
+    from infra.redaction import redact
     from monitoring.database import upgrade
 
     url = forecast_log_url(forecast_log)

@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError
 
 from forecaster.config import ForecastConfig, StrictModel
 from forecaster.errors import ConfigError
+from forecaster.options import config_error, read_yaml
 
 
 class TrackingConfig(StrictModel):
@@ -44,19 +45,6 @@ class RunConfig(ForecastConfig):
         return ForecastConfig.model_validate(self.model_dump(exclude={"tracking"}))
 
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"config file {path} not found")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of sections, not {type(data)}")
-    return data
-
-
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """``model.hidden_size=128`` sets data['model']['hidden_size'] = 128 (value parsed as YAML)."""
     if "=" not in assignment:
@@ -75,16 +63,7 @@ def validate(data: dict[str, Any], source: str = "config") -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-            message = error["msg"]
-            if error["type"] == "extra_forbidden":
-                message = "unknown key"
-            elif error["type"] == "missing":
-                message = "missing required field"
-            problems.append(f"{field}: {message}")
-        raise ConfigError(f"invalid {source}: " + "; ".join(problems)) from None
+        raise config_error(exc, source) from None
 
 
 def load_run_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:

@@ -21,16 +21,17 @@ from sqlalchemy import Connection, select
 
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
+from forecaster.model_data import data_config_for
 from forecaster.model_uri import ALIAS_URI
-from forecaster.redaction import redact
+from forecaster.pyfunc import load_predictor
+from infra.redaction import redact
 from monitoring.actuals import observed
 from monitoring.database import open_for_reading
 from monitoring.schema import forecasts
 from monitoring.settings import MonitoringSettings
 from pipelines.config import RunConfig, apply_override
-from pipelines.evaluate import data_config_for, resolve_model_uri
+from pipelines.evaluate import resolve_model_uri
 from pipelines.monitor import read_monitor
-from pipelines.registry import load_predictor
 from pipelines.train import TrainingOutcome, run_training
 
 
