@@ -37,6 +37,30 @@ class TrackingConfig(StrictModel):
     )
 
 
+class CommandDefaults(StrictModel):
+    """The defaults of the commands' own options (not a model's or a run's settings, which are
+    ForecastConfig's and TrackingConfig's): here, beside the config, so that pipelines/commands/
+    holds none; `forecast --help` shows them as these values."""
+
+    experiment: str = TrackingConfig.model_fields["experiment"].default  # compare's
+    alias: str = TrackingConfig.model_fields["alias"].default  # register's, promote's
+    evaluation_experiment: str = "evaluations"  # where `forecast evaluate` records its scores
+    compare_limit: int = 50
+    stale_minutes: float = 60.0  # without a checkpoint, a run trained elsewhere is stale
+    sweep_trials: int = 20
+    backtest_folds: int = 3
+    retrain_data_dir: str = "retrain-data"
+    predict_engine: str = "local"
+    spark_master: str = "local[2]"
+    serve_host: str = "127.0.0.1"
+    serve_port: int = 8000
+    serve_workers: int = 1
+    ui_port: int = 5000
+
+
+COMMAND_DEFAULTS = CommandDefaults()
+
+
 class RunConfig(ForecastConfig):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
