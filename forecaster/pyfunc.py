@@ -120,6 +120,15 @@ def pip_requirements() -> list[str]:
     return [f"{p}=={installed(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
 
 
+def code_paths() -> list[str]:
+    """The code a logged model carries (MLflow's ``code_paths``): this package, copied into the
+    model's ``code/`` folder and put on ``sys.path`` when it loads, so that
+    ``mlflow.pyfunc.load_model`` works where this project is not installed (an environment with
+    the requirements above only). forecaster/ imports none of this repository's other packages
+    (tests/test_layers.py), so it is all the model needs."""
+    return [str(Path(__file__).resolve().parent)]
+
+
 def save_predictor_dir(predictor: Predictor, directory: str | Path) -> str:
     return str(predictor.save(Path(directory) / ARTIFACT_KEY))
 

@@ -22,6 +22,7 @@ from forecaster.onnx_export import BATCH_SIZES, ExportReport, export_network, he
 from forecaster.predictor import Predictor
 from forecaster.pyfunc import (
     ForecastPyfunc,
+    code_paths,
     input_example_for,
     pip_requirements,
     save_predictor_dir,
@@ -295,6 +296,7 @@ def log_pyfunc_model(predictor: Predictor, prepared: Prepared, onnx_export: bool
             signature=signature_for(predictor),
             input_example=example,
             pip_requirements=pip_requirements(),
+            code_paths=code_paths(),  # self-contained: loads without this project installed
             metadata={
                 "lookback": predictor.lookback,
                 "horizon": predictor.horizon,
