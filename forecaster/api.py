@@ -62,21 +62,25 @@ class LoggedModel:
 class Forecaster:
     """A recurrent forecaster: configure, ``fit``, ``evaluate``, ``predict``, ``log``, ``load``.
 
-    ``model``: ``rnn``, ``lstm``, ``gru`` (a many-to-one network of that cell) or ``seq2seq``;
-    ``cell``, ``bidirectional``, ``attention``, ``decoder``, ``lookback``, ``horizon``, ``epochs``
-    as `forecast train`'s options; ``config``: a YAML file or a mapping of its sections (the
-    arguments win over it); ``sections``: more of them, e.g. ``train={"batch_size": 128}``,
-    ``model={"hidden_size": 32}``, ``split={"train": 0.8, "val": 0.1, "test": 0.1}``. What is not
-    given is the config's default (forecaster/config.py, docs/training.md)."""
+    ``model``: ``rnn``, ``lstm``, ``gru`` (a many-to-one network of that cell) or ``seq2seq``, or
+    the whole model section as a mapping (``{"architecture": "seq2seq", "dropout": 0.1}``);
+    ``cell``, ``bidirectional``, ``attention``, ``decoder``, ``hidden_size``, ``layers``,
+    ``lookback``, ``horizon``, ``epochs`` as `forecast train`'s options and ``--set`` keys;
+    ``config``: a YAML file or a mapping of its sections (the arguments win over it);
+    ``sections``: more of them, e.g. ``train={"batch_size": 128}``, ``split={"train": 0.8,
+    "val": 0.1, "test": 0.1}``. What is not given is the config's default (forecaster/config.py,
+    docs/training.md)."""
 
     def __init__(
         self,
-        model: str | None = None,
+        model: str | Mapping[str, Any] | None = None,
         *,
         cell: str | None = None,
         bidirectional: bool | None = None,
         attention: str | None = None,
         decoder: str | None = None,
+        hidden_size: int | None = None,
+        layers: int | None = None,
         lookback: int | None = None,
         horizon: int | None = None,
         epochs: int | None = None,
@@ -86,7 +90,12 @@ class Forecaster:
         self.settings = initial_settings(config)
         for section, values in sections.items():
             merge(self.settings, section, dict(values))
+        if isinstance(model, Mapping):
+            merge(self.settings, "model", dict(model))
+            model = None
         merge(self.settings, "model", model_settings(model, cell, bidirectional, attention, decoder))
+        sizes = {"hidden_size": hidden_size, "layers": layers}
+        merge(self.settings, "model", {key: value for key, value in sizes.items() if value is not None})
         merge(self.settings, "window", window_settings(lookback, horizon))
         merge(self.settings, "train", {"epochs": epochs} if epochs is not None else {})
         # the run settings (experiment, alias ...) of a YAML written for `forecast train`: log()'s defaults
