@@ -32,4 +32,4 @@ USER forecaster
 EXPOSE 8000 5000
 # Requests still waiting 5 s after SIGTERM get 503; the forecast log then has FORECAST_LOG_DRAIN_S
 # (5 s) to write what it holds: compose gives the API 15 s before it kills (stop_grace_period)
-CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]
+CMD ["uvicorn", "--factory", "service.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]

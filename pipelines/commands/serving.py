@@ -86,7 +86,8 @@ def serve(
     with shared_metrics_dir(workers, MULTIPROC_DIR):
         # requests still waiting 5 s after Ctrl-C / SIGTERM are answered 503, not cut off
         uvicorn.run(
-            "service.main:app",
+            "service.main:create_app",
+            factory=True,  # the app is built in each worker, from the environment set above
             host=host,
             port=port,
             workers=workers,
