@@ -25,7 +25,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pandas as pd
 
@@ -42,7 +42,7 @@ from forecaster.predictor import Predictor
 from forecaster.selection import evaluate_selection
 from forecaster.training import TrainedModel, TrainingHooks, train_model
 
-Data = pd.DataFrame | str | Path  # a DataFrame, a CSV/Parquet file, or a bundled dataset's name
+Data: TypeAlias = pd.DataFrame | str | Path  # a DataFrame, a CSV/Parquet file, or a bundled dataset's name
 
 
 @dataclass

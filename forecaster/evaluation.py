@@ -4,6 +4,7 @@ series and pooled (MASE, scale-free, averaged over series: its mean and median).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Evaluation:
     # ETTh1's test split, for a heat map that shows three)
     attention: np.ndarray | None
     attention_windows: np.ndarray | None = None
-    intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
+    intervals: dict[float, dict[str, Any]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
     per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
     folds: list[Evaluation] = field(default_factory=list)  # a k-fold selection score's, latest first

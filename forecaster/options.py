@@ -14,8 +14,6 @@ from pydantic import ValidationError
 from forecaster.data.datasets import DATASETS
 from forecaster.errors import ConfigError, DataError
 
-MODELS = ("rnn", "lstm", "gru", "seq2seq")  # --model / Forecaster(model=...): a cell, or seq2seq
-
 
 def data_settings(
     data: str | None,

@@ -10,6 +10,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -67,7 +68,7 @@ def leave_process_group() -> None:
         torch.distributed.destroy_process_group()
 
 
-def lightning_trainer(config: ForecastConfig, **settings: object) -> pl.Trainer:
+def lightning_trainer(config: ForecastConfig, **settings: Any) -> pl.Trainer:
     """``pl.Trainer``, with its refusal of the hardware settings (GPU indices on a CPU-only
     machine, an unknown accelerator or strategy) named as a config error, not a traceback."""
     try:
@@ -154,8 +155,8 @@ def train_model(
     training continues from its last.ckpt: weights, optimizer, scheduler, epoch, early stopping,
     best epoch and RNG states, so the result equals an uninterrupted run's."""
     if checkpoint_dir is None:
-        with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as directory:
-            return train_model(config, prepared, logger, callbacks, directory, publish, resume, progress)
+        with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as temporary:
+            return train_model(config, prepared, logger, callbacks, temporary, publish, resume, progress)
     directory = Path(checkpoint_dir)
     directory.mkdir(parents=True, exist_ok=True)
     pl.seed_everything(config.train.seed, workers=True, verbose=False)

@@ -63,7 +63,7 @@ def log_engine(url: str, writer: bool = True, timeout_s: float = 5.0) -> Engine:
         if writer:
 
             @event.listens_for(engine, "connect")
-            def _wal(connection, _record) -> None:  # type: ignore[no-untyped-def]
+            def _wal(connection, _record) -> None:
                 cursor = connection.cursor()
                 cursor.execute("PRAGMA journal_mode=WAL")
                 cursor.execute("PRAGMA synchronous=NORMAL")
@@ -98,7 +98,7 @@ def alembic_config(connection: Connection) -> Config:
 
 
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config(None)).get_current_head()  # type: ignore[arg-type]
+    head = ScriptDirectory.from_config(alembic_config(None)).get_current_head()
     assert head is not None
     return head
 
@@ -117,11 +117,11 @@ def migration_engine(url: str, timeout_s: float) -> Engine:
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
-        def _manual(connection, _record) -> None:  # type: ignore[no-untyped-def]
+        def _manual(connection, _record) -> None:
             connection.isolation_level = None  # no implicit transactions: ours below
 
         @event.listens_for(engine, "begin")
-        def _immediate(connection) -> None:  # type: ignore[no-untyped-def]
+        def _immediate(connection) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
@@ -178,9 +178,9 @@ def recognise_unversioned(connection: Connection, shown_url: str) -> str | None:
             return revision
     found = []
     for table in sorted(present):
-        columns = {c["name"] for c in inspector.get_columns(table)}
+        present_columns = {c["name"] for c in inspector.get_columns(table)}
         expected = next((layout[table] for layout in UNVERSIONED.values() if table in layout), set())
-        missing = sorted(expected - columns)
+        missing = sorted(expected - present_columns)
         found.append(f"{table}" + (f" without {', '.join(missing)}" if missing else ""))
     raise LogUnavailable(
         f"the forecast log {shown_url} has tables of no layout this service knows ({'; '.join(found)}): "

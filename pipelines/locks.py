@@ -101,7 +101,7 @@ def model_tag(client: mlflow.MlflowClient, name: str) -> Tag:
 def run_tag(client: mlflow.MlflowClient, run_id: str) -> Tag:
     return Tag(
         read=lambda: client.get_run(run_id).data.tags.get(RUN_TAG),
-        write=lambda value: client.set_tag(run_id, RUN_TAG, value),
+        write=lambda value: None if client.set_tag(run_id, RUN_TAG, value) else None,
         delete=lambda: client.delete_tag(run_id, RUN_TAG),
     )
 

@@ -85,7 +85,7 @@ def forecast_on_spark(model_uri: str, overrides: dict[str, Any], master: str) ->
         spark.sparkContext.addFile(local, recursive=True)
         shipped = Path(local).name
         table = read_table(spark, path, [data.id_column, time_column, *columns])
-        settings = {
+        settings: dict[str, Any] = {
             "path": path, "id_column": data.id_column, "time_column": time_column, "target": target,
             "covariates": predictor.features[1:], "frequency": predictor.frequency, "fill": data.fill,
             "duplicates": data.duplicates, "version": version, "model": shipped, "timezone": data.timezone,

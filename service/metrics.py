@@ -105,8 +105,6 @@ class ServiceMetrics:
         # the served model's loads, and the shadow challenger's apart (service/shadow.py): both on /metrics
         self.served = LoadMetrics(self.registry, "model", "Registered version being served")
         self.challenger = LoadMetrics(self.registry, "challenger", "Registered version in shadow")
-        self.model_version, self.model_runtime = self.served.version, self.served.runtime
-        self.reloads = self.served.reloads
         self.log = LogMetrics(self.registry)  # the forecast log's and the monitor's
         self.shadow_requests = Counter(
             "forecast_shadow_requests_total",

@@ -65,7 +65,7 @@ class LoadedModel:
         future: np.ndarray | None = None,
         series_ids: list[str | None] | None = None,
     ) -> Prediction:
-        known = {} if future is None else {"future": future}  # the call stays as it was without
+        known: dict[str, Any] = {} if future is None else {"future": future}  # as it was without
         if series_ids is not None:
             known["series_ids"] = series_ids
         return self.predictor.predict(values, timestamps, return_attention=attention, **known)

@@ -42,7 +42,7 @@ router = APIRouter()
 
 ACTUALS_WAIT_S = 2.0  # the longest POST /v1/actuals waits for the forecasts queued before it
 
-CLOSED = {
+CLOSED: dict[int | str, dict[str, Any]] = {
     401: {"model": Message, "description": "API_KEY is set and the request lacks it"},
     403: {"model": Message, "description": "no API_KEY is set and MONITORING_OPEN_WITHOUT_API_KEY is off"},
     404: {"model": Message, "description": "no forecast log is configured"},

@@ -98,7 +98,7 @@ def problems_from(error: ValidationError) -> list[ProblemItem]:
     return problems  # capped by RequestProblems
 
 
-def _message(item: dict[str, Any]) -> str:
+def _message(item: Any) -> str:
     kind, given = item["type"], item.get("input")
     if kind in ("float_type", "float_parsing"):
         if isinstance(given, list):

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from fastapi import HTTPException, status
 
 from forecaster.data.clock import stamp_on_clock
 from forecaster.data.frequency import first_off_step
@@ -48,10 +47,6 @@ def problem_detail(problems: list[ProblemItem]) -> list[dict[str, object]]:
         {"loc": ["body", *p.loc], "field": field_name(p.loc) or "body", "msg": p.msg, "type": p.type}
         for p in problems
     ]
-
-
-def unprocessable(problems: list[ProblemItem]) -> HTTPException:
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=problem_detail(problems))
 
 
 @dataclass
@@ -145,8 +140,8 @@ def _future(stamps: list[np.ndarray | None], predictor: Predictor, problems: lis
         fits = np.asarray(future[:, -1] <= np.datetime64(LATEST), dtype=bool)
     except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
         future, fits = None, np.array([_fits(predictor, last) for last in lasts])
-    for k in np.flatnonzero(~fits):
-        i = given[int(k)]
+    for k in np.flatnonzero(~fits).tolist():
+        i = given[k]
         message = (
             f"a forecast of {predictor.horizon} steps after {pd.Timestamp(lasts[k])} would run past "
             f"{LATEST:%Y-%m-%d %H:%M:%S}, the latest timestamp that can be represented"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import nn
 
 from forecaster.config import ModelConfig
@@ -24,7 +26,7 @@ def build_network(
     ``config.series_embedding`` E, a panel's ``series_count`` series each get a learned vector,
     appended to both (``series_embedding.py``)."""
     embedded = config.series_embedding if series_count else 0
-    common = dict(
+    common: dict[str, Any] = dict(
         input_size=series_features + calendar_features + embedded,
         horizon=horizon,
         future_size=future_covariates + calendar_features + embedded,
@@ -35,6 +37,7 @@ def build_network(
         bidirectional=config.bidirectional,
         quantiles=config.quantiles,
     )
+    core: nn.Module
     if config.architecture == "seq2seq":
         core = Seq2SeqForecaster(
             **common,

@@ -4,7 +4,7 @@ pipelines/train.py's stages."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -79,10 +79,8 @@ def train(
         options = locals()  # (a comprehension's locals() would be its own)
         given = {name for name in TRAIN_SETTINGS if options[name] is not None}
         if given:
-            options = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
-            raise ConfigError(
-                f"--resume continues the run with the config it was started with; drop {options}"
-            )
+            named = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
+            raise ConfigError(f"--resume continues the run with the config it was started with; drop {named}")
         train_resumed(resume, tracking_uri, quiet, as_json, allow_worse_than_naive)
         return
     settings = read_yaml(config) if config else {}
@@ -97,7 +95,7 @@ def train(
     if as_json:
         hardware["progress_bar"] = False
     merge(settings, "train", {k: v for k, v in hardware.items() if v is not None})
-    tracking = {"experiment": experiment, "registered_model": register}
+    tracking: dict[str, Any] = {"experiment": experiment, "registered_model": register}
     tracking["allow_worse_than_naive"] = allow_worse_than_naive
     merge(settings, "tracking", {k: v for k, v in tracking.items() if v})
     for assignment in overrides or []:
