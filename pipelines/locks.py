@@ -73,7 +73,7 @@ class Tag:
     """Where a lease lives on a backend without a lock: read, write and delete one tag."""
 
     read: Callable[[], str | None]
-    write: Callable[[str], None]
+    write: Callable[[str], object]  # what the client's setter returns is not used
     delete: Callable[[], None]
 
 
@@ -101,7 +101,7 @@ def model_tag(client: mlflow.MlflowClient, name: str) -> Tag:
 def run_tag(client: mlflow.MlflowClient, run_id: str) -> Tag:
     return Tag(
         read=lambda: client.get_run(run_id).data.tags.get(RUN_TAG),
-        write=lambda value: None if client.set_tag(run_id, RUN_TAG, value) else None,
+        write=lambda value: client.set_tag(run_id, RUN_TAG, value),
         delete=lambda: client.delete_tag(run_id, RUN_TAG),
     )
 
