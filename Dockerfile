@@ -19,6 +19,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md requirements.lock ./
 COPY forecaster ./forecaster
+COPY infra ./infra
 COPY monitoring ./monitoring
 COPY pipelines ./pipelines
 COPY service ./service
@@ -31,4 +32,4 @@ USER forecaster
 EXPOSE 8000 5000
 # Requests still waiting 5 s after SIGTERM get 503; the forecast log then has FORECAST_LOG_DRAIN_S
 # (5 s) to write what it holds: compose gives the API 15 s before it kills (stop_grace_period)
-CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]
+CMD ["uvicorn", "--factory", "service.main:create_app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "5"]

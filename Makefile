@@ -30,15 +30,20 @@ demo: $(STAMP)
 TEST_WORKERS ?= 2
 PYTEST := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
+# the static checks both tiers start with: lint, types (mypy, [tool.mypy] in pyproject.toml) and
+# dead code (vulture; .ci/vulture_whitelist.py names what frameworks call by name)
+STATIC := $(BIN)/ruff check . && $(BIN)/mypy && \
+	$(BIN)/vulture forecaster infra monitoring service pipelines .ci/vulture_whitelist.py --min-confidence 60
+
 test: $(STAMP)
-	$(BIN)/ruff check .
+	$(STATIC)
 	$(PYTEST) $(PYTEST_ARGS)
 
 # The unit tier, for a working session (under 2 minutes on a 2-core machine): `make test` without the
 # tests marked slow (training or serving real models, end-to-end, servers, DDP) or integration
 # (external processes). `make test` stays the full suite, and CI's command.
 test-fast: $(STAMP)
-	$(BIN)/ruff check .
+	$(STATIC)
 	$(PYTEST) -m "not slow and not integration" $(PYTEST_ARGS)
 
 # The whole suite with line and branch coverage of forecaster/, monitoring/, service/ and pipelines/

@@ -541,7 +541,7 @@ def main() -> None:
     summary = summarise(runs)
     print(
         f"\nmodel {model_uri} (L={predictor.lookback}, H={predictor.horizon}); "
-        f"servers: ours = service.main:app (uvicorn, 1 process), ours-2w = the same with --workers 2, "
+        f"servers: ours = service.main:create_app (uvicorn, 1 process), ours-2w = the same with --workers 2, "
         f"mlflow = mlflow models serve "
         f"--env-manager local, floor = benchmarks/floor_app.py (uvicorn, 1 process)"
     )

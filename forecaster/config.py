@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -296,6 +296,19 @@ class ForecastConfig(StrictModel):
         description="central prediction-interval levels: split-conformal on validation windows for "
         "point models, the matching quantile outputs for quantile models",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _panels_scale_each_window(cls, values: Any) -> Any:
+        """A panel's default ``model.level_norm`` is ``standard`` (what it needs, below): stated
+        here, the one place defaults live, so the CLI and the Python API get it alike."""
+        if not isinstance(values, dict):
+            return values
+        data, model = values.get("data"), values.get("model", {})
+        id_column = data.get("id_column") if isinstance(data, dict) else getattr(data, "id_column", None)
+        if id_column is None or not isinstance(model, dict) or "level_norm" in model:
+            return values
+        return {**values, "model": {**model, "level_norm": "standard"}}
 
     @model_validator(mode="after")
     def _consistent(self) -> ForecastConfig:

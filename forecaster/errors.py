@@ -11,3 +11,7 @@ class DataError(ForecasterError):
 
 class ConfigError(ForecasterError):
     """A setting is invalid or inconsistent with the data (names the field)."""
+
+
+class ModelLoadError(ForecasterError):
+    """No model can be loaded from the URI given (names it, and MLflow's reason)."""

@@ -4,6 +4,7 @@ series and pooled (MASE, scale-free, averaged over series: its mean and median).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class Evaluation:
     # and their mean weight by lag (lag 1 first; forecaster/alignment.py)
     alignment: AlignmentMetrics | None = None
     attention_by_lag: np.ndarray | None = None
-    intervals: dict[float, dict[str, np.ndarray | float]] = field(default_factory=dict)  # level -> coverage
+    intervals: dict[float, dict[str, Any]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
     per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
     folds: list[Evaluation] = field(default_factory=list)  # a k-fold selection score's, latest first

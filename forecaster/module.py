@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytorch_lightning as pl
 import torch
 from torch import nn
@@ -39,7 +41,7 @@ class ForecastModule(pl.LightningModule):
 
     def on_train_epoch_start(self) -> None:
         """Scheduled sampling: rely less on the true previous value as training goes on."""
-        hp = self.hparams
+        hp: Any = self.hparams  # Lightning's AttributeDict of the constructor's arguments
         self.teacher_forcing_ratio = hp.teacher_forcing * hp.teacher_forcing_decay**self.current_epoch
         self.log("teacher_forcing", self.teacher_forcing_ratio, on_step=False, on_epoch=True, sync_dist=True)
 
@@ -52,10 +54,10 @@ class ForecastModule(pl.LightningModule):
             self.network, batch, target if training else None, self.teacher_forcing_ratio if training else 0.0
         )
         if self.loss_fn is None:
-            loss = pinball_loss(out.quantiles, target, self.quantile_levels)
+            loss = pinball_loss(out.quantiles, target, cast(torch.Tensor, self.quantile_levels))
         else:
             loss = self.loss_fn(out.mean, target)
-        mae = (out.mean - target).abs().mean() * self.hparams.target_scale
+        mae = (out.mean - target).abs().mean() * self.hparams["target_scale"]
         return {"loss": loss, "mae": mae}
 
     def training_step(self, batch, batch_idx):

@@ -185,7 +185,9 @@ class Predictor:
         future_times = None if times is None else self.future_times(times[:, -1])
         centre, spread = self.scales(past, series_ids)  # (N, 1, F) each
         known = self._series_indices(series_ids, len(past))  # (N,) or None
-        means, weights, quantiles = [], [], []
+        means: list[np.ndarray] = []
+        weights: list[np.ndarray | None] = []
+        chunked: list[np.ndarray | None] = []  # the network's own quantiles, per chunk
         for lo in range(0, len(past), chunk_size):
             hi = lo + chunk_size
             chunk_times = None if times is None else times[lo:hi]
@@ -204,12 +206,12 @@ class Predictor:
             )
             means.append(mean)
             weights.append(attention)
-            quantiles.append(quantile)
+            chunked.append(quantile)
         attention = None
         if return_attention and self.has_attention:
             attention = np.concatenate(weights) if weights else None
         mean = np.concatenate(means) if means else np.empty((0, self.horizon))
-        native = np.concatenate(quantiles) if quantiles and quantiles[0] is not None else None
+        native = np.concatenate(chunked) if chunked and chunked[0] is not None else None
         quantiles = self._quantiles(mean, native, past[:, :, 0])
         return Prediction(mean, attention, future_times, quantiles, np.asarray(spread)[:, 0, 0])
 

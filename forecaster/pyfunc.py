@@ -12,7 +12,8 @@ import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 from mlflow.models import ModelSignature
-from mlflow.types.schema import ParamSchema, ParamSpec, Schema, TensorSpec
+from mlflow.pyfunc import PythonModel, PythonModelContext
+from mlflow.types.schema import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
 
 from forecaster.data.clock import instants_on_clock
 from forecaster.predictor import Predictor
@@ -21,7 +22,7 @@ from forecaster.runtime import runtime_from_environment
 ARTIFACT_KEY = "predictor"
 
 
-class ForecastPyfunc(mlflow.pyfunc.PythonModel):
+class ForecastPyfunc(PythonModel):
     """Input: raw windows, (N, L) for a univariate model or (N, L, F) (feature order as in the
     model's metadata); for calendar models a dict with ``values`` and ``timestamps`` (unix
     seconds, (N, L); on a model whose clock is a zone, instants converted to its wall time), and
@@ -31,12 +32,12 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
 
     predictor: Predictor
 
-    def load_context(self, context: mlflow.pyfunc.PythonModelContext) -> None:
+    def load_context(self, context: PythonModelContext) -> None:
         self.predictor = Predictor.load(context.artifacts[ARTIFACT_KEY], runtime_from_environment())
 
     def predict(
         self,
-        context: mlflow.pyfunc.PythonModelContext,
+        context: PythonModelContext,
         model_input: np.ndarray,
         params: dict[str, Any] | None = None,
     ) -> np.ndarray | dict[str, np.ndarray]:
@@ -50,7 +51,9 @@ class ForecastPyfunc(mlflow.pyfunc.PythonModel):
         values, timestamps, future = _split_input(model_input)
         if timestamps is not None:  # unix seconds are instants: on a zone's clock, its wall time
             timestamps = instants_on_clock(timestamps, self.predictor.clock)
-        known = {} if future is None else {"future": future}  # the call stays as it was without
+        known: dict[str, Any] = (
+            {} if future is None else {"future": future}
+        )  # the call stays as it was without
         prediction = self.predictor.predict(values, timestamps, **known)
         if not (params or {}).get("intervals"):
             return prediction.mean
@@ -80,7 +83,7 @@ def signature_for(predictor: Predictor) -> ModelSignature:
     if not predictor.uses_calendar and not predictor.future_covariates:
         inputs = Schema([TensorSpec(np.dtype(np.float64), shape)])
         return ModelSignature(inputs=inputs, outputs=outputs, params=params)
-    specs = [TensorSpec(np.dtype(np.float64), shape, name="values")]
+    specs: list[ColSpec | TensorSpec] = [TensorSpec(np.dtype(np.float64), shape, name="values")]
     if predictor.uses_calendar:
         specs.append(TensorSpec(np.dtype(np.int64), (-1, lookback), name="timestamps"))
     if predictor.future_covariates:
@@ -120,5 +123,27 @@ def pip_requirements() -> list[str]:
     return [f"{p}=={installed(p).split('+')[0]}" for p in packages]  # drop local tags (+cpu)
 
 
+def code_paths() -> list[str]:
+    """The code a logged model carries (MLflow's ``code_paths``): this package, copied into the
+    model's ``code/`` folder and put on ``sys.path`` when it loads, so that
+    ``mlflow.pyfunc.load_model`` works where this project is not installed (an environment with
+    the requirements above only). forecaster/ imports none of this repository's other packages
+    (tests/test_layers.py), so it is all the model needs."""
+    return [str(Path(__file__).resolve().parent)]
+
+
 def save_predictor_dir(predictor: Predictor, directory: str | Path) -> str:
     return str(predictor.save(Path(directory) / ARTIFACT_KEY))
+
+
+def load_predictor(model_uri: str) -> Predictor:
+    """The Predictor inside a logged or registered model (any URI MLflow reads)."""
+    from mlflow.exceptions import MlflowException
+
+    from forecaster.errors import ModelLoadError
+
+    try:
+        model = mlflow.pyfunc.load_model(model_uri)
+    except (MlflowException, OSError) as exc:
+        raise ModelLoadError(f"cannot load model {model_uri}: {exc}") from None
+    return model.unwrap_python_model().predictor

@@ -8,14 +8,14 @@ an uninterrupted one. Plain lists and tensors only: Lightning loads checkpoints 
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
 
 def capture() -> dict[str, Any]:
-    kind, keys, position, has_gauss, cached = np.random.get_state()
+    kind, keys, position, has_gauss, cached = cast(tuple[Any, ...], np.random.get_state())
     state: dict[str, Any] = {
         "python": random.getstate(),
         "numpy": [kind, keys.tolist(), int(position), int(has_gauss), float(cached)],

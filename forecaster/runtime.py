@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -22,7 +22,6 @@ from forecaster.models.output import Forecast
 from forecaster.models.series_embedding import run_network
 from forecaster.onnx_export import ONNX_FILE, ExportReport
 
-RuntimeChoice = Literal["auto", "onnx", "torch"]
 RUNTIME_CHOICES: tuple[str, ...] = ("auto", "onnx", "torch")
 RUNTIME_ENV = "INFERENCE_RUNTIME"  # the service's setting; the pyfunc reads the same variable
 

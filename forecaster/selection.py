@@ -57,10 +57,10 @@ def fold_mean(folds: list[Evaluation]) -> Evaluation:
         split=latest.split,
         windows=sum(fold.windows for fold in folds),
         metrics={
-            name: {metric: mean_of([f.metrics[name][metric] for f in folds]) for metric in names[name]}
+            name: {metric: float(mean_of([f.metrics[name][metric] for f in folds])) for metric in names[name]}
             for name in names
         },
-        per_step_mae={name: mean_of([f.per_step_mae[name] for f in folds]) for name in names},
+        per_step_mae={name: np.asarray(mean_of([f.per_step_mae[name] for f in folds])) for name in names},
         forecasts={name: stacked(lambda f, n=name: f.forecasts[n]) for name in latest.forecasts},
         actual=stacked(lambda f: f.actual),
         past_target=stacked(lambda f: f.past_target),

@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytorch_lightning as pl
@@ -34,6 +35,23 @@ from forecaster.predictor import SINGLE_SERIES, Predictor
 
 
 @dataclass
+class TrainingHooks:
+    """What a caller adds to a training (``train_model``'s arguments beyond config and data):
+    pipelines/train.py passes MLflow's logger, the epoch lines, the run's checkpoint folder and
+    its publisher, and whether to resume; the Python API passes none."""
+
+    logger: Logger | bool = False
+    callbacks: list[Callback] = field(default_factory=list)
+    checkpoint_dir: str | Path | None = None
+    publish: Publish | None = None
+    resume: bool = False
+    progress: bool = True
+
+    def arguments(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
 class TrainedModel:
     predictor: Predictor
     best_val_loss: float
@@ -51,7 +69,7 @@ def leave_process_group() -> None:
         torch.distributed.destroy_process_group()
 
 
-def lightning_trainer(config: ForecastConfig, **settings: object) -> pl.Trainer:
+def lightning_trainer(config: ForecastConfig, **settings: Any) -> pl.Trainer:
     """``pl.Trainer``, with its refusal of the hardware settings (GPU indices on a CPU-only
     machine, an unknown accelerator or strategy) named as a config error, not a traceback."""
     try:
@@ -140,8 +158,8 @@ def train_model(
     training continues from its last.ckpt: weights, optimizer, scheduler, epoch, early stopping,
     best epoch and RNG states, so the result equals an uninterrupted run's."""
     if checkpoint_dir is None:
-        with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as directory:
-            return train_model(config, prepared, logger, callbacks, directory, publish, resume, progress)
+        with tempfile.TemporaryDirectory(prefix="forecaster-ckpt-") as temporary:
+            return train_model(config, prepared, logger, callbacks, temporary, publish, resume, progress)
     directory = Path(checkpoint_dir)
     directory.mkdir(parents=True, exist_ok=True)
     pl.seed_everything(config.train.seed, workers=True, verbose=False)

@@ -24,7 +24,7 @@ class MonitorCollector(Collector):
         snapshot = None if self.shared is None else self.shared.snapshot
         if snapshot is None:
             return
-        stale = snapshot.stale or self.shared.error is not None  # type: ignore[union-attr]
+        stale = snapshot.stale or self.shared.error is not None
         yield GaugeMetricFamily(
             "forecast_monitor_stale", "1 when the monitor's figures below are not current", value=float(stale)
         )

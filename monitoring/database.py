@@ -19,11 +19,12 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url
+from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from forecaster.errors import ForecasterError
-from forecaster.redaction import redact
+from infra.database_urls import sqlalchemy_url, sqlite_file
+from infra.redaction import redact
 
 VERSION_TABLE = "forecast_log_version"  # not alembic_version: the log may share MLflow's database
 MIGRATIONS = "monitoring:migrations"
@@ -62,26 +63,16 @@ def log_engine(url: str, writer: bool = True, timeout_s: float = 5.0) -> Engine:
         if writer:
 
             @event.listens_for(engine, "connect")
-            def _wal(connection, _record) -> None:  # type: ignore[no-untyped-def]
+            def _wal(connection, _record) -> None:
                 cursor = connection.cursor()
                 cursor.execute("PRAGMA journal_mode=WAL")
                 cursor.execute("PRAGMA synchronous=NORMAL")
                 cursor.close()
 
         return engine
-    parsed = make_url(url)
-    if parsed.drivername == "postgresql":  # SQLAlchemy's default driver is psycopg2; we ship psycopg 3
-        parsed = parsed.set(drivername="postgresql+psycopg")
+    parsed = sqlalchemy_url(url)
     connect_args = {"connect_timeout": 3} if parsed.drivername.startswith("postgresql") else {}
     return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of an SQLite URL (None: another database, or SQLite in memory)."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database).absolute()
 
 
 def file_identity(path: Path | None) -> tuple[int, int] | None:
@@ -107,7 +98,7 @@ def alembic_config(connection: Connection) -> Config:
 
 
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config(None)).get_current_head()  # type: ignore[arg-type]
+    head = ScriptDirectory.from_config(alembic_config(None)).get_current_head()
     assert head is not None
     return head
 
@@ -126,11 +117,11 @@ def migration_engine(url: str, timeout_s: float) -> Engine:
     if engine.dialect.name == "sqlite":
 
         @event.listens_for(engine, "connect")
-        def _manual(connection, _record) -> None:  # type: ignore[no-untyped-def]
+        def _manual(connection, _record) -> None:
             connection.isolation_level = None  # no implicit transactions: ours below
 
         @event.listens_for(engine, "begin")
-        def _immediate(connection) -> None:  # type: ignore[no-untyped-def]
+        def _immediate(connection) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
@@ -187,9 +178,9 @@ def recognise_unversioned(connection: Connection, shown_url: str) -> str | None:
             return revision
     found = []
     for table in sorted(present):
-        columns = {c["name"] for c in inspector.get_columns(table)}
+        present_columns = {c["name"] for c in inspector.get_columns(table)}
         expected = next((layout[table] for layout in UNVERSIONED.values() if table in layout), set())
-        missing = sorted(expected - columns)
+        missing = sorted(expected - present_columns)
         found.append(f"{table}" + (f" without {', '.join(missing)}" if missing else ""))
     raise LogUnavailable(
         f"the forecast log {shown_url} has tables of no layout this service knows ({'; '.join(found)}): "
@@ -209,7 +200,7 @@ class LogDatabase:
         # SQLite: wait up to 30 s for the write lock (a large actuals batch holds it for seconds;
         # a writer giving up after 5 s lost its batch)
         self.engine = log_engine(url, writer=True, timeout_s=BUSY_TIMEOUT_S)
-        self.path = sqlite_path(url)
+        self.path = sqlite_file(url)
         self.identity: tuple[int, int] | None = None
         self.prepared = False
         self._preparing = threading.Lock()
@@ -267,7 +258,7 @@ def open_for_reading(url: str) -> Engine:
     nothing: SQLite would make a new empty file of a mistyped path, and a monitor reading it would
     report "insufficient data" instead of the mistake."""
     shown = redact(url) or ""
-    path = sqlite_path(url)
+    path = sqlite_file(url)
     if path is not None and not path.exists():
         raise LogUnavailable(f"no forecast log at {shown}: the file {path} does not exist")
     engine = log_engine(url, writer=False)

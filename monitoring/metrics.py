@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-OUTCOMES = ("written", "dropped", "failed", "duplicate", "abandoned")
-
 
 class LogMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:

@@ -10,6 +10,7 @@ among the union of the champion versions' windows."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,8 @@ def window_steps(connection: Connection, window: int, series_id: str | None = No
     when given, newest first (by target time, then forecast id), as COLUMNS."""
     r, v = resolved_steps, monitored_versions
     versions = connection.execute(select(v.c.id, *(v.c[name] for name in VERSION_COLUMNS))).all()
-    origin, target_time = r.c.origin, r.c.target_time
+    origin: Any = r.c.origin
+    target_time: Any = r.c.target_time
     if connection.dialect.name == "sqlite":  # the stored text: numpy parses it 30x faster than datetimes
         origin, target_time = (
             type_coerce(origin, String).label("origin"),
@@ -39,7 +41,7 @@ def window_steps(connection: Connection, window: int, series_id: str | None = No
         )
     read = (r.c.forecast_id.label("id"), r.c.series_id, origin, r.c.step, target_time,
             *(r.c[name] for name in RESOLVED_VALUES))  # fmt: skip
-    parts: list[tuple[list, tuple]] = []
+    parts: list[tuple[Sequence, tuple]] = []
     for version_id, *model in versions:
         query = select(*read).where(r.c.version_id == version_id)
         if series_id is not None:

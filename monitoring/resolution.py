@@ -19,7 +19,7 @@ neither. SQLite writes one transaction at a time, and each path's first statemen
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -95,7 +95,7 @@ def forecasts_overlapping(
     series_ids: list[str],
     first: datetime,
     last: datetime,
-    request_ids: list[str] = (),
+    request_ids: Sequence[str] = (),
 ) -> pd.DataFrame:
     """The logged forecasts of these series with a step in [first, last] (narrowed to
     ``request_ids`` when given), through the (series_id, last_target) index."""
@@ -116,7 +116,7 @@ def actuals_within(
 ) -> pd.DataFrame:
     """The stored actuals of these series in (first, last], as resolve's ``known``."""
     a = actuals
-    rows = []
+    rows: list = []
     for some in chunks(series_ids):
         rows += connection.execute(
             select(a.c.series_id, a.c.time, a.c.value).where(
@@ -126,7 +126,7 @@ def actuals_within(
     return known_frame(rows)
 
 
-def known_frame(rows: list) -> pd.DataFrame:
+def known_frame(rows: Sequence) -> pd.DataFrame:
     known = records_frame(rows, ["series_id", "target_time", "actual"])
     known["target_time"] = known["target_time"].to_numpy(dtype="datetime64[us]")
     known["actual"] = known["actual"].astype(float)

@@ -25,7 +25,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.bulk import insert_many
 from monitoring.database import LogDatabase, LogUnavailable
 from monitoring.metrics import LogMetrics
@@ -71,8 +71,6 @@ class LogHealth:
         self.duplicates = 0
         self.abandoned = 0
         self.error: str | None = None
-        self.error_at: float | None = None
-        self.last_write: float | None = None
 
     @property
     def failing(self) -> bool:
@@ -243,7 +241,6 @@ class ForecastLog(QueueWorker[ForecastRecord]):
         duplicates = sum(len(record.series_ids) for record in records) - written
         self.health.written += written
         self.health.duplicates += duplicates
-        self.health.last_write = time.time()
         self.health.error = None
         self.metrics.up.set(1)
         self._count("written", written)
@@ -255,7 +252,7 @@ class ForecastLog(QueueWorker[ForecastRecord]):
         """The records to write: those without an Idempotency-Key, and the first with each key
         (per role: the champion's and the challenger's records of a request carry the same key)
         that the log has not seen. The keys are stored in the same transaction as the forecasts."""
-        keyed = {}
+        keyed: dict = {}
         for record in records:
             if record.idempotency_key is not None:
                 keyed.setdefault((record.idempotency_key, record.role), record)
@@ -326,7 +323,6 @@ class ForecastLog(QueueWorker[ForecastRecord]):
             if self.health.error is None:
                 log.error("the forecast log %s is failing: %s", self.shown_url, first_line)
             self.health.error = first_line
-            self.health.error_at = time.time()
             self.metrics.up.set(0)
         else:  # the database works; this record does not fit it
             log.error(

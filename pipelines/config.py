@@ -13,6 +13,7 @@ from pydantic import Field, ValidationError
 
 from forecaster.config import ForecastConfig, StrictModel
 from forecaster.errors import ConfigError
+from forecaster.options import config_error, read_yaml
 
 
 class TrackingConfig(StrictModel):
@@ -36,25 +37,36 @@ class TrackingConfig(StrictModel):
     )
 
 
+class CommandDefaults(StrictModel):
+    """The defaults of the commands' own options (not a model's or a run's settings, which are
+    ForecastConfig's and TrackingConfig's): here, beside the config, so that pipelines/commands/
+    holds none; `forecast --help` shows them as these values."""
+
+    experiment: str = TrackingConfig.model_fields["experiment"].default  # compare's
+    alias: str = TrackingConfig.model_fields["alias"].default  # register's, promote's
+    evaluation_experiment: str = "evaluations"  # where `forecast evaluate` records its scores
+    compare_limit: int = 50
+    stale_minutes: float = 60.0  # without a checkpoint, a run trained elsewhere is stale
+    sweep_trials: int = 20
+    backtest_folds: int = 3
+    retrain_data_dir: str = "retrain-data"
+    predict_engine: str = "local"
+    spark_master: str = "local[2]"
+    serve_host: str = "127.0.0.1"
+    serve_port: int = 8000
+    serve_workers: int = 1
+    ui_port: int = 5000
+
+
+COMMAND_DEFAULTS = CommandDefaults()
+
+
 class RunConfig(ForecastConfig):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
     def forecast_config(self) -> ForecastConfig:
         """What the model carries: everything but the tracking settings."""
         return ForecastConfig.model_validate(self.model_dump(exclude={"tracking"}))
-
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"config file {path} not found")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of sections, not {type(data)}")
-    return data
 
 
 def apply_override(data: dict[str, Any], assignment: str) -> None:
@@ -75,16 +87,7 @@ def validate(data: dict[str, Any], source: str = "config") -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"]) or "(top level)"
-            message = error["msg"]
-            if error["type"] == "extra_forbidden":
-                message = "unknown key"
-            elif error["type"] == "missing":
-                message = "missing required field"
-            problems.append(f"{field}: {message}")
-        raise ConfigError(f"invalid {source}: " + "; ".join(problems)) from None
+        raise config_error(exc, source) from None
 
 
 def load_run_config(path: str | Path | None, overrides: list[str] | None = None) -> RunConfig:

@@ -9,44 +9,13 @@ from typing import Any
 import mlflow
 from mlflow.exceptions import MlflowException
 
-from forecaster.config import DataConfig, ForecastConfig
-from forecaster.data.datamodule import prepare
-from forecaster.data.datasets import get_dataset
-from forecaster.data.source import load_from_config
-from forecaster.errors import ConfigError
-from forecaster.evaluation import Evaluation, evaluate
-from forecaster.predictor import Predictor
-from forecaster.selection import evaluate_selection
+from forecaster.config import ForecastConfig
+from forecaster.evaluation import Evaluation
+from forecaster.model_data import SPLITS, data_config_for, evaluate_model
+from forecaster.pyfunc import load_predictor
 from pipelines.logging_run import log_evaluation
-from pipelines.registry import RegistryError, load_predictor
+from pipelines.registry import RegistryError
 from pipelines.tracking import ensure_experiment
-
-
-def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConfig:
-    """The model's own data settings, or another dataset/file holding the same feature columns (a
-    single series, or a bundled long-format one: a panel model forecasts series it never saw),
-    read on the model's training clock (forecaster.data.clock)."""
-    own = predictor.config.data.model_copy(update={"timezone": predictor.clock})  # its clock
-    if not overrides:
-        return own
-    if set(overrides) == {"id_column"}:  # the model's own file, read as long format
-        return own.model_copy(update=overrides)
-    base = own.model_dump()
-    base.update(dataset=None, path=None, time_column=None, target=None, id_column=None)
-    base["covariates"] = predictor.features[1:]
-    if "path" in overrides:
-        base["time_column"] = own.time_column
-        base["target"] = own.target or predictor.features[0]
-    base.update(overrides)
-    if base["dataset"] is not None and base["id_column"] is None:
-        base["id_column"] = get_dataset(base["dataset"]).id_column
-    if base["path"] is not None and (base["time_column"] is None or base["target"] is None):
-        raise ConfigError(f"{base['path']}: give --time-column and --target for this file")
-    return DataConfig.model_validate(base)
-
-
-def config_with_data(predictor: Predictor, data: DataConfig) -> ForecastConfig:
-    return predictor.config.model_copy(update={"data": data})
 
 
 @dataclass
@@ -89,20 +58,12 @@ def resolve_model_uri(model_uri: str) -> ResolvedModel | None:
 
 
 def evaluations(
-    model_uri: str, overrides: dict[str, Any], splits: tuple[str, ...] = ("test", "val", "selection")
+    model_uri: str, overrides: dict[str, Any], splits: tuple[str, ...] = SPLITS
 ) -> tuple[ForecastConfig, list[Evaluation]]:
     """What `forecast evaluate` scores: the model on its own data (or ``overrides``' file), split
-    as in training, every window of each split."""
+    as in training, every window of each split (forecaster/model_data.py, as ``Forecaster.evaluate``)."""
     predictor = load_predictor(model_uri)
-    config = config_with_data(predictor, data_config_for(predictor, overrides))
-    prepared = prepare(load_from_config(config.data), config)
-    folds = config.split.folds  # the model's own k (saved before the field existed: the default)
-    return config, [
-        evaluate_selection(predictor, prepared, folds)
-        if split == "selection"
-        else evaluate(predictor, prepared, split)
-        for split in splits
-    ]
+    return evaluate_model(predictor, data_config_for(predictor, overrides), splits=splits)
 
 
 def run_evaluation(

@@ -38,12 +38,13 @@ import mlflow
 from filelock import FileLock
 from filelock import Timeout as FileLockTimeout
 from mlflow.exceptions import MlflowException
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import create_engine, text
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from forecaster.errors import ForecasterError
-from forecaster.redaction import redact
+from infra.database_urls import is_postgresql, sqlalchemy_url, sqlite_file
+from infra.redaction import redact
 
 TAG = "promotion.lock"  # a registered model's lease
 RUN_TAG = "training.lock"  # a run's lease
@@ -72,7 +73,7 @@ class Tag:
     """Where a lease lives on a backend without a lock: read, write and delete one tag."""
 
     read: Callable[[], str | None]
-    write: Callable[[str], None]
+    write: Callable[[str], object]  # what the client's setter returns is not used
     delete: Callable[[], None]
 
 
@@ -122,7 +123,7 @@ def backend_lock(what: str, key: str, tag: Tag, tracking_uri: str | None, wait_s
 def database_lock(url: str, what: str, key: str, wait_s: float = WAIT_S) -> Lock:
     """A lock in (or beside) a database given by its URL: PostgreSQL's advisory lock, a file
     lock beside SQLite; other databases get none."""
-    if url.lower().startswith("postgresql"):
+    if is_postgresql(url):
         return advisory_lock(url, what, key, wait_s)
     if url.lower().startswith("sqlite"):
         return file_lock(store_directory(url), what, key, wait_s)
@@ -145,9 +146,7 @@ def lock_key(key: str) -> str:
 def advisory_lock(uri: str, what: str, key: str, wait_s: float) -> Iterator[str]:
     number = int(lock_key(key)[:15], 16)  # a bigint
     try:
-        url = make_url(uri)
-        if url.drivername == "postgresql":  # psycopg 3, which we ship, whatever SQLAlchemy's default
-            url = url.set(drivername="postgresql+psycopg")
+        url = sqlalchemy_url(uri)
         keepalives = {
             "keepalives": 1,
             "keepalives_idle": 30,
@@ -185,10 +184,10 @@ def advisory_lock(uri: str, what: str, key: str, wait_s: float) -> Iterator[str]
 def store_directory(uri: str) -> Path:
     """The folder of a local store: the SQLite file's, or the ``file:`` store itself."""
     if uri.lower().startswith("sqlite"):
-        database = make_url(uri).database
-        if not database or database == ":memory:":
+        database = sqlite_file(uri)
+        if database is None:
             raise LockError(f"an in-memory SQLite tracking store cannot be shared: {uri}")
-        return Path(database).resolve().parent
+        return database.resolve().parent
     path = uri.split("file:", 1)[-1] if uri.lower().startswith("file:") else uri
     return Path(path.removeprefix("//") or ".").resolve()
 

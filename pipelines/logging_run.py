@@ -23,6 +23,7 @@ from forecaster.onnx_export import BATCH_SIZES, ExportReport, export_network, he
 from forecaster.predictor import Predictor
 from forecaster.pyfunc import (
     ForecastPyfunc,
+    code_paths,
     input_example_for,
     pip_requirements,
     save_predictor_dir,
@@ -86,7 +87,9 @@ def log_config_and_data(config: RunConfig, prepared: Prepared, dataset_name: str
     frame = pd.concat(
         [part.series.frame.reset_index().assign(**id_column_of(prepared, part)) for part in prepared.parts]
     )
-    dataset = mlflow.data.from_pandas(frame, source=series.source, name=dataset_name, targets=series.target)
+    dataset = mlflow.data.from_pandas(  # type: ignore[attr-defined]  # mlflow.data's lazy export
+        frame, source=series.source, name=dataset_name, targets=series.target
+    )
     mlflow.log_input(dataset, context="training")
 
 
@@ -278,7 +281,7 @@ def held_out_inputs(prepared: Prepared) -> dict[str, torch.Tensor]:
     """Up to 64 selection windows as the network takes them (model_inputs' batch): what the ONNX
     export is checked on. Windows no fit or early stopping saw, and not test's: whether the graph
     is kept decides what serves, and no decision reads the test split."""
-    dataset = prepared.dataset("selection")
+    dataset: Any = prepared.dataset("selection")  # a WindowDataset: sized, batch-indexable
     rows = held_out_rows(len(dataset), min(len(dataset), max(BATCH_SIZES)))
     return dataset.__getitems__(rows.tolist())
 
@@ -308,6 +311,7 @@ def log_pyfunc_model(predictor: Predictor, prepared: Prepared, onnx_export: bool
             signature=signature_for(predictor),
             input_example=example,
             pip_requirements=pip_requirements(),
+            code_paths=code_paths(),  # self-contained: loads without this project installed
             metadata={
                 "lookback": predictor.lookback,
                 "horizon": predictor.horizon,

@@ -23,6 +23,7 @@ from forecaster.data.splitting import selection_splits
 from forecaster.errors import ForecasterError
 from forecaster.onnx_export import runtime_tags
 from forecaster.predictor import Predictor
+from forecaster.pyfunc import load_predictor
 from forecaster.selection import evaluate_selection
 from pipelines.locks import promotion_lock
 from pipelines.run_tags import retag_versions
@@ -45,19 +46,14 @@ class Promotion:
     naive_mae: float | None = None  # the naive forecast's, on the same selection windows
 
 
-def load_predictor(model_uri: str) -> Predictor:
-    try:
-        model = mlflow.pyfunc.load_model(model_uri)
-    except (MlflowException, OSError) as exc:
-        raise RegistryError(f"cannot load model {model_uri}: {exc}") from None
-    return model.unwrap_python_model().predictor
-
-
-def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> Prepared:
+def prepared_for(
+    data_from: ForecastConfig, predictor: Predictor, table: pd.DataFrame | None = None
+) -> Prepared:
     """``data_from``'s data and split, cut into ``predictor``'s windows (its look-back, its
     calendar features). Every stride-1 window of a split ends its forecast inside that split's
     rows whatever the look-back, so models with different look-backs are scored on the same
-    targets."""
+    targets. ``table``: the rows, for a model fit on a DataFrame (the Python API's), which its
+    config cannot read again."""
     config = predictor.config.model_copy(
         update={
             "data": data_from.data.model_copy(
@@ -66,12 +62,14 @@ def prepared_for(data_from: ForecastConfig, predictor: Predictor) -> Prepared:
             "split": data_from.split,
         }
     )
-    return prepare(load_from_config(config.data), config)
+    return prepare(load_from_config(config.data, table=table), config)
 
 
-def selection_mae(data_from: ForecastConfig, predictor: Predictor) -> float:
+def selection_mae(
+    data_from: ForecastConfig, predictor: Predictor, table: pd.DataFrame | None = None
+) -> float:
     """The selection score of ``predictor`` on ``data_from``'s data and selection folds (never test)."""
-    prepared = prepared_for(data_from, predictor)
+    prepared = prepared_for(data_from, predictor, table)
     return evaluate_selection(predictor, prepared, data_from.split.folds).metrics["model"]["mae"]
 
 
@@ -121,26 +119,34 @@ def promote(
     alias: str = "champion",
     force: bool = False,
     allow_worse_than_naive: bool = False,
+    table: pd.DataFrame | None = None,
 ) -> Promotion:
     """Point ``alias`` at ``version`` if its MAE on its selection window is below the naive
     forecast's there, and it has no holder or a higher-MAE holder (not fitted on that window
     either); ``force`` moves it whatever the figures, ``allow_worse_than_naive`` only waives the
     naive bar. Serialised per registered model, so concurrent promotions cannot race; the runs
-    whose standing changed are re-tagged under the same lock (pipelines/run_tags.py)."""
+    whose standing changed are re-tagged under the same lock (pipelines/run_tags.py). ``table``:
+    the candidate's data, when it was fit on a DataFrame (``Forecaster.log``)."""
     with promotion_lock(name):
         holder = current_holder(name, alias)
-        decision = _promote(name, str(version), alias, holder, force, allow_worse_than_naive)
+        decision = _promote(name, str(version), alias, holder, force, allow_worse_than_naive, table)
         retag_versions(name, [str(version), *([holder] if decision.promoted and holder else [])])
         return decision
 
 
 def _promote(
-    name: str, version: str, alias: str, holder: str | None, force: bool, allow_worse_than_naive: bool
+    name: str,
+    version: str,
+    alias: str,
+    holder: str | None,
+    force: bool,
+    allow_worse_than_naive: bool,
+    table: pd.DataFrame | None = None,
 ) -> Promotion:
     if holder == version:
         return Promotion(False, f"version {version} already holds @{alias}", holder_version=holder)
     candidate = load_predictor(f"models:/{name}/{version}")
-    prepared = prepared_for(candidate.config, candidate)
+    prepared = prepared_for(candidate.config, candidate, table)
     folds = candidate.config.split.folds
     window = window_words(prepared, folds)
     problem = None
@@ -159,7 +165,7 @@ def _promote(
             )
     scores = evaluate_selection(candidate, prepared, folds).metrics  # the model and naive, same windows
     candidate_mae, naive_mae = scores["model"]["mae"], scores["naive"]["mae"]
-    holder_mae = None if holder is None or problem else selection_mae(candidate.config, incumbent)
+    holder_mae = None if holder is None or problem else selection_mae(candidate.config, incumbent, table)
     figures = f"{candidate_mae:.4f}" + ("" if holder_mae is None else f" vs v{holder}'s {holder_mae:.4f}")
     figures += f" (naive {naive_mae:.4f})"
     found = Promotion(False, "", candidate_mae, holder, holder_mae, window, naive_mae)

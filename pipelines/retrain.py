@@ -19,18 +19,20 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, select
 
+from forecaster.data.loading import LoadedSeries
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
+from forecaster.model_data import data_config_for
 from forecaster.model_uri import ALIAS_URI
-from forecaster.redaction import redact
+from forecaster.pyfunc import load_predictor
+from infra.redaction import redact
 from monitoring.actuals import observed
 from monitoring.database import open_for_reading
 from monitoring.schema import forecasts
 from monitoring.settings import MonitoringSettings
 from pipelines.config import RunConfig, apply_override
-from pipelines.evaluate import data_config_for, resolve_model_uri
+from pipelines.evaluate import resolve_model_uri
 from pipelines.monitor import read_monitor
-from pipelines.registry import load_predictor
 from pipelines.train import TrainingOutcome, run_training
 
 
@@ -114,15 +116,19 @@ def retrain(
     finally:
         engine.dispose()
     loaded = load_from_config(data_config_for(predictor, {}))  # on the model's clock
+    if not isinstance(loaded, LoadedSeries):  # a panel: its series are not extended one by one here
+        raise ConfigError(f"{model_uri}: a panel model is retrained with `forecast train` on its file")
     target = loaded.target
     extended = extended_series(loaded.frame[target], latest)
     path = write_series(extended, target, Path(data_dir), f"{resolved.name}-v{resolved.version}-{series_id}")
     config = retrain_config(predictor.config.model_dump(mode="json"), path, target, predictor.frequency)
     config["data"]["timezone"] = predictor.clock  # the written times are wall times on it: keep it
-    config = with_settings(config, split, overrides, resolved.name, alias["alias"], allow_worse_than_naive)
+    run_config = with_settings(
+        config, split, overrides, resolved.name, alias["alias"], allow_worse_than_naive
+    )
     result.retrained = True
     result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest)
-    result.outcome = run_training(config, tracking_uri, quiet=quiet)
+    result.outcome = run_training(run_config, tracking_uri, quiet=quiet)
     return result
 
 

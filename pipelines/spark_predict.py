@@ -28,10 +28,11 @@ import pandas as pd
 
 from forecaster.data.loading import series_from_table
 from forecaster.errors import ConfigError, DataError
+from forecaster.model_data import data_config_for
+from forecaster.next_steps import check_predictable, next_steps
 from forecaster.predictor import Predictor
-from pipelines.evaluate import data_config_for
-from pipelines.predict import Forecasts, check_predictable, model_version, next_steps
-from pipelines.registry import load_predictor
+from forecaster.pyfunc import load_predictor
+from pipelines.predict import Forecasts, model_version
 
 ERROR = "_error"  # the column a group's rows carry its reason in, when the series was left out
 
@@ -74,7 +75,7 @@ def forecast_on_spark(model_uri: str, overrides: dict[str, Any], master: str) ->
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")  # its stage bars are frames in any log
         # PySpark 4.3 warns, in every Python worker, that it does not fully support pandas 3: the
-        # grouped-map path used here round-trips (tests/pipelines/test_spark_predict.py)
+        # grouped-map path used here round-trips (tests/pipelines/test_many_series.py)
         .config("spark.executorEnv.PYTHONWARNINGS", "ignore::FutureWarning")
         .getOrCreate()
     )
@@ -84,7 +85,7 @@ def forecast_on_spark(model_uri: str, overrides: dict[str, Any], master: str) ->
         spark.sparkContext.addFile(local, recursive=True)
         shipped = Path(local).name
         table = read_table(spark, path, [data.id_column, time_column, *columns])
-        settings = {
+        settings: dict[str, Any] = {
             "path": path, "id_column": data.id_column, "time_column": time_column, "target": target,
             "covariates": predictor.features[1:], "frequency": predictor.frequency, "fill": data.fill,
             "duplicates": data.duplicates, "version": version, "model": shipped, "timezone": data.timezone,

@@ -63,7 +63,7 @@ def lookback_choices(base: ForecastConfig) -> list[int]:
     return [c for c in choices if not segment or c % segment == 0] or [lookback]
 
 
-def suggest(trial: optuna.Trial, base: RunConfig) -> RunConfig:
+def suggest(trial: optuna.Trial | optuna.trial.FixedTrial, base: RunConfig) -> RunConfig:
     """The base config with this trial's choices; the search space is documented here."""
     data = base.model_dump()
     model, train, window = data["model"], data["train"], data["window"]

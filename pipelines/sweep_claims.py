@@ -13,8 +13,10 @@ import contextlib
 import os
 import socket
 
-from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert, make_url
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, insert
 from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from infra.database_urls import sqlalchemy_url
 
 metadata = MetaData()
 claims = Table(
@@ -28,10 +30,7 @@ claims = Table(
 
 def claim_best(storage: str, study: str, best_trial: int) -> bool:
     """True for the one worker that re-trains and registers trial ``best_trial``, ``study``'s best."""
-    url = make_url(storage)
-    if url.drivername == "postgresql":  # psycopg 3, which we ship, whatever SQLAlchemy's default
-        url = url.set(drivername="postgresql+psycopg")
-    engine = create_engine(url)
+    engine = create_engine(sqlalchemy_url(storage))
     try:
         with contextlib.suppress(DBAPIError):  # another worker created it at the same moment
             metadata.create_all(engine, checkfirst=True)

@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from forecaster.data.clock import LEGACY, stamp_on_clock
 from monitoring.actuals import ActualValues
 from service.parsing import ProblemItem, RequestProblems, problems_from
+from service.request_times import EARLIEST, LATEST, out_of_range, shape_problem
 from service.schemas import ActualsRequest
-from service.validation import EARLIEST, LATEST, PANDAS_RANGE
 
 NO_CLOCK_YET = (
     "no model is loaded yet, so a zone-aware timestamp cannot be put on its training clock: send "
@@ -58,24 +58,17 @@ def actual_values(request: ActualsRequest, clock: str | None = LEGACY) -> tuple[
     for i, series in enumerate(request.series):
         where: list[str | int] = ["series", i, "timestamps"]
         where_given.setdefault(series.series_id, i)
-        if len(series.timestamps) != len(series.values):
-            message = f"{len(series.timestamps)} timestamps for {len(series.values)} values"
-            problems.append(ProblemItem(where, message, "length_mismatch"))
+        problem = shape_problem(series.timestamps, len(series.values), where)
+        if problem is not None:
+            problems.append(problem)
             continue
-        zoned = [stamp.tzinfo is not None for stamp in series.timestamps]
-        if any(zoned) and not all(zoned):
-            k = zoned.index(not zoned[0])
-            message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
-            problems.append(ProblemItem([*where, k], message, "mixed_zones"))
-            continue
-        if zoned and zoned[0] and clock is None:
+        if series.timestamps and series.timestamps[0].tzinfo is not None and clock is None:
             problems.append(ProblemItem([*where, 0], NO_CLOCK_YET, "no_model"))
             continue
         for k, (stamp, value) in enumerate(zip(series.timestamps, series.values, strict=True)):
             wall = stamp_on_clock(stamp, clock)
             if wall is None or not EARLIEST <= wall <= LATEST:
-                message = f"{stamp.isoformat()} is outside the range timestamps can take ({PANDAS_RANGE})"
-                problems.append(ProblemItem([*where, k], message, "out_of_range"))
+                problems.append(out_of_range(stamp, [*where, k]))
                 break
             key = (series.series_id, wall)
             if key in seen:

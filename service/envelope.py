@@ -22,7 +22,7 @@ Request metrics are recorded by ``ServiceMetrics.count_request`` on both paths."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -127,7 +127,7 @@ async def send_refusal(send: Send, refusal: HTTPException) -> int:
     return await send_json(send, refusal.status_code, {"detail": refusal.detail}, refusal.headers)
 
 
-async def send_json(send: Send, status: int, document: Any, headers: dict[str, str] | None = None) -> int:
+async def send_json(send: Send, status: int, document: Any, headers: Mapping[str, str] | None = None) -> int:
     extra = [(name.lower().encode(), value.encode()) for name, value in (headers or {}).items()]
     return await send_bytes(send, status, orjson.dumps(document), JSON, *extra)
 

@@ -1,6 +1,9 @@
-"""The FastAPI app factory. `uvicorn service.main:app` or `forecast serve`.
+"""The FastAPI app factory, ``create_app(settings)``: `uvicorn --factory service.main:create_app`
+or `forecast serve`. Importing this module builds nothing: settings are read when the factory is
+called (from the environment unless given), and routes take what they need through FastAPI
+dependencies (service/dependencies.py).
 
-Nothing is loaded at import time, and nothing blocks start-up: the lifespan starts the batcher,
+Nothing is loaded when the app is built, and nothing blocks start-up: the lifespan starts the batcher,
 the body parser's helper process and the model loader, and returns at once, so the port opens
 while the model loads in the background (/healthz answers, /readyz says 503 and why)."""
 
@@ -19,7 +22,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from forecaster.redaction import redact_handlers
+from infra.redaction import redact_handlers
 from monitoring.collector import MonitorCollector
 from monitoring.database import LogDatabase
 from monitoring.scoring import Thresholds
@@ -85,6 +88,9 @@ class ServiceApp(FastAPI):
 
 
 def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
+    """The app for ``settings`` (default: read from the environment now). Its one lifespan starts
+    the batcher, the parser's and the monitoring helpers, the forecast log, the shadow challenger
+    and the model loader, and stops them in the reverse order."""
     settings = settings or ServiceSettings()
     service_logging()
     metrics = ServiceMetrics()
@@ -99,7 +105,11 @@ def create_app(settings: ServiceSettings | None = None) -> ServiceApp:
             metrics, settings.max_batch_windows, settings.max_wait_ms, settings.max_queued_windows
         )
         reloader = Reloader(
-            store, metrics, settings.reload_interval_s, settings.reload_timeout_s, settings.load_retry_max_s
+            store,
+            metrics.served,
+            settings.reload_interval_s,
+            settings.reload_timeout_s,
+            settings.load_retry_max_s,
         )
         parser = BodyParser(settings.parse_offload_bytes, settings.parse_timeout_s)
         app.state.store, app.state.batcher, app.state.reloader = store, batcher, reloader
@@ -216,7 +226,8 @@ def start_shadow(
     settings: ServiceSettings, metrics: ServiceMetrics, forecast_log: ForecastLog | None
 ) -> tuple[Shadow | None, Reloader | None]:
     """The challenger in shadow (CHALLENGER_MODEL_URI), loaded in the background like the champion
-    and re-resolved as often; its reloads are counted apart (they are not the served model's)."""
+    and re-resolved as often; its loads, version and runtime are counted apart from the served
+    model's (forecast_challenger_* on /metrics)."""
     if not settings.challenger_model_uri:
         return None, None
     if forecast_log is None:
@@ -225,7 +236,7 @@ def start_shadow(
     store = model_store(settings, settings.challenger_model_uri)
     loader = Reloader(
         store,
-        ServiceMetrics(),
+        metrics.challenger,  # on /metrics beside the served model's, named forecast_challenger_*
         settings.reload_interval_s,
         settings.reload_timeout_s,
         settings.load_retry_max_s,
@@ -321,6 +332,3 @@ async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         for error in exc.errors()
     ]
     return JSONResponse({"detail": problem_detail(problems)}, status_code=422)
-
-
-app = create_app()  # settings are read here; the model is loaded by the lifespan, not at import

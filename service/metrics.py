@@ -23,6 +23,41 @@ def multiprocess_dir() -> str | None:
     return os.environ.get(MULTIPROC_DIR) or os.environ.get(MULTIPROC_DIR.lower()) or None
 
 
+class LoadMetrics:
+    """A loaded model's figures, by what a Reloader keeps current: its version, what runs its
+    network, its (re)loads by outcome. ``role``: ``model`` (the served one, as before:
+    forecast_model_version ...) or ``challenger`` (forecast_challenger_version ...)."""
+
+    def __init__(self, registry: CollectorRegistry, role: str, version_help: str) -> None:
+        self.version = Gauge(
+            f"forecast_{role}_version",
+            f"{version_help} (0: none or unversioned)",
+            ["name"],
+            registry=registry,
+            multiprocess_mode="liveall",
+        )
+        self.runtime = Gauge(
+            f"forecast_{role}_runtime",
+            f"1 for what runs the {role}'s network (runtime: torch or onnx)",
+            ["runtime"],
+            registry=registry,
+            multiprocess_mode="liveall",
+        )
+        self.reloads = Counter(
+            f"forecast_{role}_reloads_total", f"{role.capitalize()} (re)loads by outcome", ["outcome"],
+            registry=registry,
+        )  # fmt: skip
+
+    def loaded(self, name: str | None, version: str | None, runtime: str) -> None:
+        """A new version swapped in: the gauges show it alone."""
+        self.reloads.labels("success").inc()
+        self.version.clear()
+        number = float(version) if version and version.isdigit() else 0.0
+        self.version.labels(name or "unregistered").set(number)
+        self.runtime.clear()
+        self.runtime.labels(runtime).set(1)
+
+
 class ServiceMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -67,23 +102,9 @@ class ServiceMetrics:
             "Times the batcher died and was restarted",
             registry=self.registry,
         )
-        self.model_version = Gauge(
-            "forecast_model_version",
-            "Registered version being served (0: none or unversioned)",
-            ["name"],
-            registry=self.registry,
-            multiprocess_mode="liveall",
-        )
-        self.model_runtime = Gauge(
-            "forecast_model_runtime",
-            "1 for what runs the served model's network (runtime: torch or onnx)",
-            ["runtime"],
-            registry=self.registry,
-            multiprocess_mode="liveall",
-        )
-        self.reloads = Counter(
-            "forecast_model_reloads_total", "Model (re)loads by outcome", ["outcome"], registry=self.registry
-        )
+        # the served model's loads, and the shadow challenger's apart (service/shadow.py): both on /metrics
+        self.served = LoadMetrics(self.registry, "model", "Registered version being served")
+        self.challenger = LoadMetrics(self.registry, "challenger", "Registered version in shadow")
         self.log = LogMetrics(self.registry)  # the forecast log's and the monitor's
         self.shadow_requests = Counter(
             "forecast_shadow_requests_total",

@@ -18,7 +18,7 @@ import torch
 
 from forecaster.model_uri import ALIAS_URI, VERSION_URI
 from forecaster.predictor import Prediction, Predictor
-from forecaster.redaction import redact
+from infra.redaction import redact
 from service.example_window import example_window
 from service.registry_store import NoStoreError, check_store, no_model_reason
 
@@ -65,7 +65,7 @@ class LoadedModel:
         future: np.ndarray | None = None,
         series_ids: list[str | None] | None = None,
     ) -> Prediction:
-        known = {} if future is None else {"future": future}  # the call stays as it was without
+        known: dict[str, Any] = {} if future is None else {"future": future}  # as it was without
         if series_ids is not None:
             known["series_ids"] = series_ids
         return self.predictor.predict(values, timestamps, return_attention=attention, **known)

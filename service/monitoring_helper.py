@@ -13,13 +13,10 @@ Without a helper (``PARSE_OFFLOAD_BYTES=0`` runs everything inline) the work run
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import signal
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 from typing import Any
 
+from infra.helper_process import HelperProcess
 from monitoring.actuals import ActualValues, StoredActuals, UnknownSeries, store_actuals
 from monitoring.database import LogDatabase, LogUnavailable, first_line
 from monitoring.monitor import monitor
@@ -63,50 +60,25 @@ def warm() -> None:
     monitor before the first request needs it (a cold start took 0.8 s)."""
 
 
-def ignore_interrupts() -> None:
-    """Ctrl-C reaches the whole process group; the server stops the helper itself."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 # -- the server's side --------------------------------------------------------------------------
 class MonitoringHelper:
-    """One helper process; calls wait for it in a thread (``call``) or on the event loop (``run``).
-    A helper that dies (killed, out of memory) is replaced and the call runs here instead."""
+    """One helper process (infra/helper_process.py); calls wait for it in a thread (``call``) or
+    on the event loop (``run``). A helper that dies (killed, out of memory) is replaced and the
+    call runs here instead. Disabled, every call runs in the caller's thread."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self.pool: ProcessPoolExecutor | None = None
+        self.helper = HelperProcess(warm)
 
     def start(self) -> None:
         if self.enabled:
-            # spawn, not fork: the server process has threads (torch, the batcher, the writer)
-            self.pool = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupts
-            )
-            self.pool.submit(warm)
+            self.helper.start()
 
     def call(self, function: Any, *args: Any) -> Any:
-        pool = self.pool
-        if pool is None:
-            return function(*args)
-        try:
-            return pool.submit(function, *args).result()
-        except BrokenProcessPool:
-            if pool is self.pool:
-                pool.shutdown(wait=False, cancel_futures=True)
-                self.start()
-            return function(*args)
+        return self.helper.call(function, *args)
 
     async def run(self, function: Any, *args: Any) -> Any:
         return await asyncio.to_thread(self.call, function, *args)
 
     async def stop(self) -> None:
-        if self.pool is None:
-            return
-        pool, self.pool = self.pool, None
-        workers = list(getattr(pool, "_processes", {}).values())
-        try:
-            await asyncio.wait_for(asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True), 5)
-        except TimeoutError:
-            for worker in workers:
-                worker.kill()
+        await self.helper.stop()

@@ -14,14 +14,14 @@ import asyncio
 import functools
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.actuals import UnknownSeries
 from monitoring.scoring import Thresholds
-from monitoring.writer import ForecastLog
 from service.actuals import parse_in_worker
+from service.dependencies import ConfiguredLog, Helper, Parser, Settings, Store, configured_log
 from service.envelope import (
     CLIENT_GONE,
     ClientGone,
@@ -33,7 +33,7 @@ from service.envelope import (
     unavailable,
 )
 from service.model_store import ModelStore
-from service.monitoring_helper import MonitoringHelper, read_monitor, store
+from service.monitoring_helper import read_monitor, store
 from service.parsing import ProblemItem, RequestProblems
 from service.schemas import ActualsStored, Message
 from service.security import require_monitoring_access
@@ -42,7 +42,7 @@ router = APIRouter()
 
 ACTUALS_WAIT_S = 2.0  # the longest POST /v1/actuals waits for the forecasts queued before it
 
-CLOSED = {
+CLOSED: dict[int | str, dict[str, Any]] = {
     401: {"model": Message, "description": "API_KEY is set and the request lacks it"},
     403: {"model": Message, "description": "no API_KEY is set and MONITORING_OPEN_WITHOUT_API_KEY is off"},
     404: {"model": Message, "description": "no forecast log is configured"},
@@ -50,22 +50,8 @@ CLOSED = {
 }
 
 
-def configured_log(request: Request) -> ForecastLog:
-    forecast_log = request.app.state.forecast_log
-    if forecast_log is None:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            detail="no forecast log is configured: set FORECAST_LOG_URL (or forecast serve --forecast-log)",
-        )
-    return forecast_log
-
-
-async def log_configured(request: Request) -> None:
-    """First of the routes' checks: without a log there is nothing to open or close."""
-    configured_log(request)
-
-
-GUARDS = [Depends(log_configured), Depends(require_monitoring_access)]
+# first of the routes' checks: without a log there is nothing to open or close (404 before 401/403)
+GUARDS = [Depends(configured_log), Depends(require_monitoring_access)]
 
 
 def log_unavailable(exc: Exception, consequence: str) -> Refusal:
@@ -94,22 +80,26 @@ def log_unavailable(exc: Exception, consequence: str) -> Refusal:
         }
     },
 )
-async def post_actuals(request: Request) -> Any:
+async def post_actuals(
+    request: Request,
+    settings: Settings,
+    forecast_log: ConfiguredLog,
+    served: Store,
+    parser: Parser,
+    helper: Helper,
+) -> Any:
     """Observed values, joined to every logged forecast step they resolve (by series_id and
     timestamp). Idempotent: a value sent twice is stored once; a new value for a stored time
     replaces it (a correction). Values of a series the log never forecast are refused unless
     ACTUALS_ACCEPT_UNKNOWN_SERIES is set. A bad request stores nothing (422 naming the field)."""
-    settings = request.app.state.settings
-    forecast_log = configured_log(request)
     check_json(headers_of(request.scope))
     try:
         body = await read_body(request.receive, settings.max_body_bytes, settings.body_timeout_s)
     except ClientGone:
         return Response(status_code=CLIENT_GONE)  # nobody reads it
-    parse = functools.partial(parse_in_worker, clock=serving_clock(request.app.state.store))
-    given, where = await parse_body(request.app.state.parser, body, parse, fewer="values")
+    parse = functools.partial(parse_in_worker, clock=serving_clock(served))
+    given, where = await parse_body(parser, body, parse, fewer="values")
     await asyncio.to_thread(forecast_log.written_through, ACTUALS_WAIT_S)
-    helper: MonitoringHelper = request.app.state.monitoring_helper
     try:
         forecast_log.database.check_file()
         stored = await helper.run(
@@ -141,7 +131,10 @@ def unknown_series(series_id: str, index: int) -> ProblemItem:
 
 @router.get("/v1/monitor", dependencies=GUARDS, responses=CLOSED)
 async def get_monitor(
-    request: Request,
+    settings: Settings,
+    forecast_log: ConfiguredLog,
+    served: Store,
+    helper: Helper,
     series_id: Annotated[
         str | None, Query(min_length=1, max_length=200, description="the figures of this series only")
     ] = None,
@@ -151,10 +144,8 @@ async def get_monitor(
     (champion and shadow challenger) and per horizon step; and a status (ok, degraded,
     insufficient data) against the thresholds in the settings. It reads the window, not the
     log: its cost does not grow with the log."""
-    forecast_log = configured_log(request)
-    thresholds = Thresholds.from_settings(request.app.state.settings)
-    serving = serving_version(request.app.state.store)
-    helper: MonitoringHelper = request.app.state.monitoring_helper
+    thresholds = Thresholds.from_settings(settings)
+    serving = serving_version(served)
     try:
         forecast_log.database.check_file()
         document = await helper.run(read_monitor, forecast_log.database.url, thresholds, serving, series_id)

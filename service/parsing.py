@@ -9,10 +9,8 @@ reads itself go this way: /v1/predict's windows and /v1/actuals' values (service
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import signal
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from infra.helper_process import HelperProcess
 from service.schemas import PredictRequest
 
 HELPER_START_S = 120.0  # how long the parsing helper may take to start before it counts as hung
@@ -99,7 +98,7 @@ def problems_from(error: ValidationError) -> list[ProblemItem]:
     return problems  # capped by RequestProblems
 
 
-def _message(item: dict[str, Any]) -> str:
+def _message(item: Any) -> str:
     kind, given = item["type"], item.get("input")
     if kind in ("float_type", "float_parsing"):
         if isinstance(given, list):
@@ -151,70 +150,42 @@ def parse_in_worker(body: bytes) -> ParsedRequest | list[ProblemItem]:
         return problems.problems
 
 
-def ignore_interrupts() -> None:
-    """In the helper: Ctrl-C reaches the whole process group; the server stops the helper itself,
-    so the helper must not die printing a KeyboardInterrupt traceback of its own."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class BodyParser:
-    """Parses small bodies inline and large ones in one helper process, at most ``max_waiting``
-    large ones at a time (beyond that: busy)."""
+    """Parses small bodies inline and large ones in one helper process (infra/helper_process.py),
+    at most ``max_waiting`` large ones at a time (beyond that: busy)."""
 
     def __init__(self, offload_bytes: int, timeout: float = 10.0, max_waiting: int = 4) -> None:
         self.offload_bytes = offload_bytes
         self.timeout = timeout
         self.max_waiting = max_waiting
         self.waiting = 0
-        self.pool: ProcessPoolExecutor | None = None
-        self.warmed: Future | None = None  # the helper's start: done once it can parse
+        self.helper = HelperProcess(warm_up)
 
     def start(self) -> None:
         if self.offload_bytes > 0:
-            # spawn, not fork: the serving process has threads (torch, the batcher)
-            self.pool = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupts
-            )
-            self.warmed = self.pool.submit(warm_up)  # start it now
+            self.helper.start()
 
     async def _helper_started(self, pool: ProcessPoolExecutor) -> None:
         """Wait for the helper's start (a Python process importing the parsers: seconds on a busy
         machine) outside the body's deadline, which is for the parsing: a body that arrives while
         the helper starts is not refused for it. A start that never ends is treated as a hang."""
-        if self.warmed is None or self.warmed.done():
+        warmed = self.helper.warmed
+        if warmed is None or warmed.done():
             return
         try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self.warmed)), HELPER_START_S)
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(warmed)), HELPER_START_S)
         except TimeoutError:
-            self._replace(pool)
+            self.helper.replace(pool)
             raise ParseTimeoutError(f"the parsing helper did not start within {HELPER_START_S:g} s") from None
 
-    def _replace(self, pool: ProcessPoolExecutor) -> None:
-        if pool is not self.pool:
-            return  # replaced already by another caller
-        for worker in list(getattr(pool, "_processes", {}).values()):
-            worker.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
-        self.start()
-
     async def stop(self) -> None:
-        """Stop the helper process and wait (up to 5 s) until it is gone: uvicorn re-raises
-        SIGTERM after its shutdown, so nothing after this would reap a worker left running."""
-        if self.pool is None:
-            return
-        pool, self.pool = self.pool, None
-        workers = list(getattr(pool, "_processes", {}).values())  # to end them if they hang
-        try:
-            await asyncio.wait_for(asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True), 5)
-        except TimeoutError:
-            for worker in workers:
-                worker.kill()
+        await self.helper.stop()
 
     async def parse(self, body: bytes, parse_with: Callable[[bytes], Any] = parse_in_worker) -> Any:
         """``parse_with(body)``: inline for a small body, in the helper for a large one. It returns
         its problems as a list (raised here as RequestProblems): exceptions do not cross processes
         cheaply. /v1/predict's is the default; /v1/actuals passes its own."""
-        if self.pool is None or len(body) <= self.offload_bytes:
+        if self.helper.pool is None or len(body) <= self.offload_bytes:
             result = parse_with(body)
         else:
             result = await self._offload(body, parse_with)
@@ -226,17 +197,17 @@ class BodyParser:
         if self.waiting >= self.max_waiting:
             raise ParserBusyError(f"{self.waiting} large bodies are already being parsed")
         self.waiting += 1
-        pool = self.pool
+        pool = self.helper.pool
         assert pool is not None
         try:
             await self._helper_started(pool)
             work = asyncio.get_running_loop().run_in_executor(pool, parse_with, body)
             return await asyncio.wait_for(work, self.timeout)
         except TimeoutError:  # a body built to be slow: end the helper, start a fresh one
-            self._replace(pool)
+            self.helper.replace(pool)
             raise ParseTimeoutError(f"the body took longer than {self.timeout:g} s to parse") from None
         except BrokenProcessPool:  # the helper died (killed, out of memory): a new one, and inline now
-            self._replace(pool)
+            self.helper.replace(pool)
             return parse_with(body)
         finally:
             self.waiting -= 1

@@ -35,8 +35,7 @@ from typing import Any
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
-from forecaster.redaction import redact
-from monitoring.records import ForecastRecord
+from infra.redaction import redact
 from monitoring.scoring import CHAMPION
 from monitoring.writer import ForecastLog
 from service.batching import (
@@ -64,6 +63,7 @@ from service.envelope import (
     served_model,
     unavailable,
 )
+from service.log_records import forecast_record
 from service.metrics import ServiceMetrics
 from service.parsing import ParsedRequest, ProblemItem, RequestProblems
 from service.request_ids import next_request_id
@@ -158,15 +158,19 @@ class PredictEndpoint:
             if not keep:
                 return None
             request_id = next_request_id()
-            record = forecast_record(request_id, CHAMPION, answer, parsed, windows, keep)
-            record.idempotency_key, record.fingerprint = idempotency_key, fingerprint
+            series_ids = [parsed.series[i].series_id or "" for i in keep]
+            rows = slice(None) if len(keep) == len(parsed.series) else keep  # views when all are kept
+            record = forecast_record(
+                request_id, CHAMPION, answer.model, series_ids, windows.values[rows, :, 0],
+                [windows.future[i] for i in keep], answer.prediction, rows, idempotency_key, fingerprint,
+            )  # fmt: skip
             forecast_log.submit(record)
             shadow: Shadow | None = self.state.shadow
             if shadow is not None:
                 shadow.submit(
                     ShadowJob(
                         request_id,
-                        [parsed.series[i].series_id or "" for i in keep],
+                        series_ids,
                         [parsed.series[i].values for i in keep],
                         [windows.future[i] for i in keep],
                         answer.model.predictor.frequency,
@@ -243,29 +247,3 @@ def checked_idempotency_key(raw: bytes | None) -> str | None:
         message = "1 to 200 printable ASCII characters without blanks (a UUID, say)"
         raise RequestProblems([ProblemItem(["headers", "Idempotency-Key"], message, "invalid")])
     return raw.decode("ascii")
-
-
-def forecast_record(
-    request_id: str, role: str, answer: Answer, parsed: ParsedRequest, windows: Windows, keep: list[int]
-) -> ForecastRecord:
-    """The arrays of the kept series (views when all are kept), for the log's writer thread."""
-    ref, predictor, prediction = answer.model.ref, answer.model.predictor, answer.prediction
-    rows = slice(None) if len(keep) == len(parsed.series) else keep
-    name, version, alias = ref.logged_as
-    return ForecastRecord(
-        request_id=request_id,
-        role=role,
-        model_name=name,
-        model_version=version,
-        model_alias=alias,
-        frequency=predictor.frequency,
-        series_ids=[parsed.series[i].series_id or "" for i in keep],
-        past_target=windows.values[rows, :, 0],
-        scales=predictor.mase_scales_for(
-            [parsed.series[i].series_id or "" for i in keep], windows.values[rows, :, 0]
-        ),
-        future_times=[windows.future[i] for i in keep],
-        mean=prediction.mean[rows],
-        quantiles={q: bound[rows] for q, bound in prediction.quantiles.items()},
-        levels=predictor.interval_levels,
-    )

@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 
 
 class NoStoreError(LookupError):

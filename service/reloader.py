@@ -16,7 +16,7 @@ import contextlib
 import logging
 import random
 
-from service.metrics import ServiceMetrics
+from service.metrics import LoadMetrics
 from service.model_store import ModelStore
 
 log = logging.getLogger("service.reloader")
@@ -33,7 +33,7 @@ class Reloader:
     def __init__(
         self,
         store: ModelStore,
-        metrics: ServiceMetrics,
+        metrics: LoadMetrics,
         interval: float,
         timeout: float,
         retry_max: float = 30.0,
@@ -71,13 +71,8 @@ class Reloader:
     def _count(self, changed: bool) -> None:
         if not changed:
             return
-        self.metrics.reloads.labels("success").inc()
-        ref = self.store.current.ref
-        version = float(ref.version) if ref.version and ref.version.isdigit() else 0.0
-        self.metrics.model_version.clear()
-        self.metrics.model_version.labels(ref.name or "unregistered").set(version)
-        self.metrics.model_runtime.clear()
-        self.metrics.model_runtime.labels(self.store.current.runtime).set(1)
+        current = self.store.current
+        self.metrics.loaded(current.ref.name, current.ref.version, current.runtime)
 
     async def run(self) -> None:
         """Load until it works (backoff), then watch the alias every ``interval`` seconds."""

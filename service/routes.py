@@ -8,19 +8,19 @@ the router answers another method on its path 405 with ``Allow: POST``, as for e
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Response, status
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from forecaster.redaction import redact
+from infra.redaction import redact
 from monitoring.database import LogUnavailable
 from monitoring.snapshot import SharedMonitor
 from monitoring.writer import ForecastLog
-from service.batching import Batcher
+from service.dependencies import BatcherDep, Metrics, Monitor, OptionalLog, ReloaderDep, Settings, Store
 from service.envelope import served_model
-from service.model_store import ModelStore, not_ready_reason
+from service.model_store import not_ready_reason
 from service.schemas import (
     CovariateSpec,
     ForecastLogHealth,
@@ -35,18 +35,6 @@ from service.security import require_admin, require_api_key
 
 router = APIRouter()
 documented = APIRouter()  # operations answered before routing (POST never reaches these handlers)
-
-
-async def get_store(request: Request) -> ModelStore:
-    return request.app.state.store
-
-
-async def get_batcher(request: Request) -> Batcher:
-    return request.app.state.batcher
-
-
-Store = Annotated[ModelStore, Depends(get_store)]
-BatcherDep = Annotated[Batcher, Depends(get_batcher)]
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -124,16 +112,18 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
-async def readyz(request: Request, store: Store, batcher: BatcherDep) -> JSONResponse:
+async def readyz(
+    store: Store, batcher: BatcherDep, settings: Settings, forecast_log: OptionalLog, shared: Monitor
+) -> JSONResponse:
     """Readiness: a model is loaded and warmed, and the batcher runs. Says why not in words; a
     model still served while the registry cannot be asked is ``stale``."""
     model = store.current
-    log_health = forecast_log_health(request.app.state.forecast_log)
-    monitor = monitor_health(request.app.state.shared_monitor)
+    log_health = forecast_log_health(forecast_log)
+    monitor = monitor_health(shared)
     if model is None:
         body = Readiness(
             status="not ready",
-            reason=not_ready_reason(store, public=request.app.state.settings.api_key is not None),
+            reason=not_ready_reason(store, public=settings.api_key is not None),
             forecast_log=log_health,
             monitor=monitor,
         )
@@ -195,8 +185,10 @@ def monitor_health(shared: SharedMonitor | None) -> MonitorHealth | None:
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics(request: Request) -> Response:
-    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+async def metrics(service_metrics: Metrics) -> Response:
+    """Prometheus: requests, batches, the served model's and the shadow challenger's loads, the
+    forecast log's and the monitor's figures (every worker's, added up: service/metrics.py)."""
+    return Response(service_metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get(
@@ -204,7 +196,7 @@ async def metrics(request: Request) -> Response:
     dependencies=[Depends(require_admin)],
     responses={401: ERRORS[401], 403: {"model": Message, "description": "admin is off: no API_KEY"}},
 )
-async def admin_status(request: Request, store: Store, batcher: BatcherDep) -> dict[str, object]:
+async def admin_status(store: Store, batcher: BatcherDep) -> dict[str, object]:
     """For operators: what is served and the last load attempts in detail (credentials redacted)."""
     model, loading = store.current, store.status
     return {
@@ -230,21 +222,20 @@ async def admin_status(request: Request, store: Store, batcher: BatcherDep) -> d
         502: {"model": Message, "description": "the new model could not be loaded; the old one still serves"},
     },
 )
-async def reload(request: Request) -> dict[str, object]:
+async def reload(reloader: ReloaderDep, store: Store) -> dict[str, object]:
     """Re-resolve the model URI now; load, warm and swap in a new version if the alias moved.
     Answers within RELOAD_TIMEOUT_S whatever the registry does."""
-    reloader = request.app.state.reloader
     try:
         changed, message = await reloader.reload_now()
     except Exception as exc:
-        serving = request.app.state.store.current
+        serving = store.current
         still = "nothing" if serving is None else f"version {serving.ref.version}"
         error = redact(f"{type(exc).__name__}: {exc}")
         raise HTTPException(
             status.HTTP_502_BAD_GATEWAY,
             detail=f"could not load the new model ({error}); still serving {still}",
         ) from None
-    current = request.app.state.store.current
+    current = store.current
     return {
         "changed": changed,
         "message": redact(message),

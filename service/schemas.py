@@ -114,6 +114,9 @@ class SeriesIn(Strict):
         return values
 
 
+WINDOW_JSON: list[Any] = list(EXAMPLE_WINDOW)  # (JSON values, as pydantic's schema extra types them)
+
+
 class PredictRequest(Strict):
     series: list[SeriesIn] = Field(
         ...,
@@ -125,7 +128,9 @@ class PredictRequest(Strict):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"series": [{"values": EXAMPLE_WINDOW}], "return_attention": False}]},
+        json_schema_extra={
+            "examples": [{"series": [{"values": list[Any](EXAMPLE_WINDOW)}], "return_attention": False}]
+        },
     )
 
 

@@ -14,6 +14,7 @@ import hmac
 
 from fastapi import HTTPException, Request, status
 
+from service.dependencies import Settings
 from service.envelope import Headers, Refusal, headers_of
 
 UNAUTHORIZED = "missing or wrong API key (send it as X-API-Key)"
@@ -39,14 +40,13 @@ def check_key(expected: str | None, headers: Headers) -> None:
         raise Refusal(401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
 
 
-async def require_api_key(request: Request) -> None:
+async def require_api_key(request: Request, settings: Settings) -> None:
     """Open when no key is configured; otherwise the key must match."""
-    check_key(request.app.state.settings.api_key, headers_of(request.scope))
+    check_key(settings.api_key, headers_of(request.scope))
 
 
-async def require_monitoring_access(request: Request) -> None:
+async def require_monitoring_access(request: Request, settings: Settings) -> None:
     """/v1/actuals and /v1/monitor: the key when one is set; without one, 403 unless opened."""
-    settings = request.app.state.settings
     if not settings.api_key:
         if settings.monitoring_open_without_api_key:
             return
@@ -58,9 +58,9 @@ async def require_monitoring_access(request: Request) -> None:
     check_key(settings.api_key, headers_of(request.scope))
 
 
-async def require_admin(request: Request) -> None:
+async def require_admin(request: Request, settings: Settings) -> None:
     """Admin routes: 403 while no key is configured, 401 without the right one."""
-    api_key = request.app.state.settings.api_key
+    api_key = settings.api_key
     if not api_key:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, detail="admin endpoints are off: set API_KEY to enable them"

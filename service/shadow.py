@@ -20,9 +20,9 @@ from forecaster.data.clock import LEGACY
 from forecaster.data.frequency import step_of
 from forecaster.predictor import Predictor
 from monitoring.queue_worker import QueueWorker
-from monitoring.records import ForecastRecord
 from monitoring.scoring import CHALLENGER
 from monitoring.writer import ForecastLog
+from service.log_records import forecast_record
 from service.metrics import ServiceMetrics
 from service.model_store import ModelStore
 
@@ -110,26 +110,12 @@ class Shadow(QueueWorker[ShadowJob]):
             series_ids = [job.series_ids[i] for i in kept]
         prediction = model.predict(past, times, attention=False, future=ahead, series_ids=series_ids)
         future = predictor.future_times(lasts)  # (n, H)
-        name, version, alias = model.ref.logged_as
-        self.forecast_log.submit(
-            ForecastRecord(
-                request_id=job.request_id,
-                role=CHALLENGER,
-                model_name=name,
-                model_version=version,
-                model_alias=alias,
-                frequency=predictor.frequency,
-                series_ids=[job.series_ids[i] for i in kept],
-                past_target=past[:, :, 0],
-                scales=predictor.mase_scales_for([job.series_ids[i] or "" for i in kept], past[:, :, 0]),
-                future_times=list(future),
-                mean=prediction.mean,
-                quantiles=prediction.quantiles,
-                levels=predictor.interval_levels,
-                idempotency_key=job.idempotency_key,
-                fingerprint=job.fingerprint,
-            )
-        )
+        series_ids = [job.series_ids[i] for i in kept]
+        record = forecast_record(
+            job.request_id, CHALLENGER, model, series_ids, past[:, :, 0], list(future), prediction,
+            idempotency_key=job.idempotency_key, fingerprint=job.fingerprint,
+        )  # fmt: skip
+        self.forecast_log.submit(record)
         self._count("scored", "")
 
 

@@ -16,19 +16,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from fastapi import HTTPException, status
 
 from forecaster.data.clock import stamp_on_clock
 from forecaster.data.frequency import first_off_step
 from service.parsing import ParsedRequest, ParsedSeries, ProblemItem, RequestProblems
+from service.request_times import EARLIEST, LATEST, out_of_range, shape_problem
 from service.schemas import FLOAT32_MAX
 
 if TYPE_CHECKING:  # the body-parsing helper process imports this module's bounds: not torch
     from forecaster.predictor import Predictor
-
-EARLIEST = pd.Timestamp.min.ceil("us").to_pydatetime()
-LATEST = pd.Timestamp.max.floor("us").to_pydatetime()
-PANDAS_RANGE = f"{EARLIEST:%Y-%m-%d %H:%M:%S} to {LATEST:%Y-%m-%d %H:%M:%S}"
 
 
 def field_name(loc: list[str | int]) -> str:
@@ -48,10 +44,6 @@ def problem_detail(problems: list[ProblemItem]) -> list[dict[str, object]]:
         {"loc": ["body", *p.loc], "field": field_name(p.loc) or "body", "msg": p.msg, "type": p.type}
         for p in problems
     ]
-
-
-def unprocessable(problems: list[ProblemItem]) -> HTTPException:
-    return HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail=problem_detail(problems))
 
 
 @dataclass
@@ -145,8 +137,8 @@ def _future(stamps: list[np.ndarray | None], predictor: Predictor, problems: lis
         fits = np.asarray(future[:, -1] <= np.datetime64(LATEST), dtype=bool)
     except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
         future, fits = None, np.array([_fits(predictor, last) for last in lasts])
-    for k in np.flatnonzero(~fits):
-        i = given[int(k)]
+    for k in np.flatnonzero(~fits).tolist():
+        i = given[k]
         message = (
             f"a forecast of {predictor.horizon} steps after {pd.Timestamp(lasts[k])} would run past "
             f"{LATEST:%Y-%m-%d %H:%M:%S}, the latest timestamp that can be represented"
@@ -203,21 +195,14 @@ def _timestamps(series: ParsedSeries, i: int, predictor: Predictor, problems: li
         if predictor.uses_calendar:
             problems.append(ProblemItem(where, "required: this model uses calendar features", "missing"))
         return None
-    if len(series.timestamps) != len(series.values):
-        message = f"{len(series.timestamps)} timestamps for {len(series.values)} values"
-        problems.append(ProblemItem(where, message, "length_mismatch"))
+    problem = shape_problem(series.timestamps, len(series.values), where)
+    if problem is not None:
+        problems.append(problem)
         return None
     zoned = [stamp.tzinfo is not None for stamp in series.timestamps]
-    if any(zoned) and not all(zoned):
-        k = zoned.index(not zoned[0])
-        message = "a mix of zone-aware and naive timestamps: give all with a zone (or offset) or none"
-        problems.append(ProblemItem([*where, k], message, "mixed_zones"))
-        return None
     times, outside = _clock_times(series.timestamps, zoned[0] if zoned else False, predictor.clock)
     if outside is not None:
-        stamp = series.timestamps[outside]
-        message = f"{stamp.isoformat()} is outside the range timestamps can take ({PANDAS_RANGE})"
-        problems.append(ProblemItem([*where, outside], message, "out_of_range"))
+        problems.append(out_of_range(series.timestamps[outside], [*where, outside]))
         return None
     steps = np.diff(times.view(np.int64))
     if (steps <= 0).any():

@@ -114,14 +114,15 @@ def prediction_service(
     quiet: bool = False,
     workers: int = 1,
 ) -> Iterator[ServerURL]:
-    """This project's API (`uvicorn service.main:app`, ``workers`` processes sharing their metrics)
+    """This project's API (`uvicorn --factory service.main:create_app`, ``workers`` processes sharing their metrics)
     on loopback, ready (a model loaded); the yielded URL's ``pid`` is the uvicorn process."""
     port = free_port()
     command = [
         sys.executable,
         "-m",
         "uvicorn",
-        "service.main:app",
+        "--factory",
+        "service.main:create_app",
         "--host",
         "127.0.0.1",
         "--port",

@@ -198,7 +198,7 @@ class ForecastDataModule(pl.LightningDataModule):
             batch_size=self.batch_size,
             shuffle=shuffle,
             num_workers=self.num_workers,
-            collate_fn=as_batch,
+            collate_fn=as_batch,  # type: ignore[arg-type]  # our datasets yield dicts, not lists
         )
 
     def train_dataloader(self) -> DataLoader:

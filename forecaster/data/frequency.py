@@ -63,12 +63,6 @@ def seasonal_period(freq: str) -> int:
     return 1
 
 
-def future_index(last: pd.Timestamp, freq: str, horizon: int) -> pd.DatetimeIndex:
-    """The ``horizon`` timestamps after ``last`` at the series' frequency (business days skip
-    weekends; holidays cannot be known from the data alone)."""
-    return pd.date_range(start=last, periods=horizon + 1, freq=freq)[1:]
-
-
 def steps_after(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
     """(N,) timestamps -> (N, horizon): the ``horizon`` steps after each at ``freq``, in the
     input's unit (as pandas gives them).

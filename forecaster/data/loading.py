@@ -20,6 +20,8 @@ from forecaster.data.frequency import infer_frequency, is_business_day
 from forecaster.errors import DataError
 
 FillPolicy = Literal["interpolate", "ffill"]
+# how errors and provenance name a table given in memory (the Python API's DataFrame), not a file
+FRAME_SOURCE = "DataFrame"
 DuplicatePolicy = Literal["first", "last", "mean"]
 
 
@@ -68,12 +70,14 @@ def load_series(
     duplicates: DuplicatePolicy | None = None,
     future_covariates: list[str] | tuple[str, ...] = (),
     timezone: str | None = None,
+    table: pd.DataFrame | None = None,
 ) -> LoadedSeries:
     """Load ``target`` (and ``covariates``, ``future_covariates``) indexed by ``time_column``;
     raise DataError on defects. ``timezone``: the wall clock timestamps are read on
-    (forecaster.data.clock)."""
+    (forecaster.data.clock). ``table``: the rows themselves (a DataFrame), read by the same rules
+    instead of the file at ``path``, which then only names them in errors."""
     path = Path(path)
-    raw = _read_table(path)
+    raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
     _check_columns(raw, path, [time_column, target, *past, *future_covariates])
     return series_from_table(
@@ -87,8 +91,24 @@ def load_series(
         frequency,
         fill,
         duplicates,
+        sha256=None if table is None else table_sha256(raw),
         timezone=timezone,
     )
+
+
+def given_table(table: pd.DataFrame, time_column: str) -> pd.DataFrame:
+    """A DataFrame as if read from a file: the time column a column (pandas users often keep it
+    as the index), rows numbered from 0 so that errors name them as a file's rows."""
+    if time_column not in table.columns and table.index.name == time_column:
+        table = table.reset_index()
+    return table.reset_index(drop=True)
+
+
+def table_sha256(table: pd.DataFrame) -> str:
+    """A table's fingerprint, for the provenance a file's sha256 gives."""
+    hashed = pd.util.hash_pandas_object(table, index=False).to_numpy()
+    columns = ",".join(map(str, table.columns)).encode()
+    return hashlib.sha256(columns + hashed.tobytes()).hexdigest()
 
 
 def series_from_table(

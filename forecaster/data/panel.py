@@ -23,10 +23,12 @@ from forecaster.data.loading import (
     _check_columns,
     _read_table,
     file_sha256,
+    given_table,
     number_error,
     parse_numbers,
     parse_times,
     series_from_parsed,
+    table_sha256,
     time_error,
 )
 from forecaster.errors import DataError
@@ -105,13 +107,15 @@ def load_panel(
     series: list[str] | None = None,
     skip_bad_series: bool = False,
     timezone: str | None = None,
+    table: pd.DataFrame | None = None,
 ) -> LoadedPanel:
     """Load every series of a long-format file (or those named in ``series``); one frequency for
     all: given, or inferred from the longest series and then required of every other. With
     ``skip_bad_series`` a series that breaks a rule is left out (named, with why, in ``skipped``)
-    instead of stopping the load: batch forecasting forecasts the others."""
+    instead of stopping the load: batch forecasting forecasts the others. ``table``: the rows
+    themselves (a DataFrame) instead of the file at ``path``, as ``load_series`` reads them."""
     path = Path(path)
-    raw = _read_table(path)
+    raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
     columns = [target, *past, *future_covariates]
     _check_columns(raw, path, [id_column, time_column, *columns])
@@ -126,7 +130,7 @@ def load_panel(
         groups = {key: groups[key] for key in series}
     if not groups:
         raise DataError(f"{path}: no rows")
-    sha256 = file_sha256(path)
+    sha256 = file_sha256(path) if table is None else table_sha256(raw)
     checks = SeriesChecks(
         table, path, time_column, target, past, list(future_covariates), fill, duplicates, sha256
     )

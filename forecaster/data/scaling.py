@@ -21,9 +21,6 @@ class StandardScaler:
     def transform(self, values: np.ndarray) -> np.ndarray:
         return (values - self.mean) / self.std
 
-    def inverse_target(self, scaled: np.ndarray, target_index: int = 0) -> np.ndarray:
-        return scaled * self.std[target_index] + self.mean[target_index]
-
     def to_dict(self) -> dict[str, list[float]]:
         return {"mean": self.mean.tolist(), "std": self.std.tolist()}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from forecaster.config import DataConfig
 from forecaster.data.datasets import get_dataset
 from forecaster.data.loading import LoadedSeries, load_series
@@ -31,11 +33,14 @@ def source_settings(config: DataConfig) -> dict:
     )
 
 
-def load_from_config(config: DataConfig, skip_bad_series: bool = False) -> LoadedSeries | LoadedPanel:
+def load_from_config(
+    config: DataConfig, skip_bad_series: bool = False, table: pd.DataFrame | None = None
+) -> LoadedSeries | LoadedPanel:
     """Settings given explicitly win over the bundled dataset's; the dataset fills the rest. With
     ``id_column`` the file is long-format: a panel of series (with ``skip_bad_series``, those that
-    break a rule are left out, named in its ``skipped``)."""
+    break a rule are left out, named in its ``skipped``). ``table``: the rows as a DataFrame (the
+    Python API's), read by the same rules instead of the file."""
     settings = source_settings(config)
     if config.id_column is None:
-        return load_series(**settings)
-    return load_panel(id_column=config.id_column, skip_bad_series=skip_bad_series, **settings)
+        return load_series(**settings, table=table)
+    return load_panel(id_column=config.id_column, skip_bad_series=skip_bad_series, **settings, table=table)

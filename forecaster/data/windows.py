@@ -50,16 +50,6 @@ class SeriesWindows:
     def target(self) -> np.ndarray:
         return self._slice(self.values[:, 0], self.lookback, self.horizon)  # (N, H)
 
-    def past_calendar(self) -> np.ndarray | None:
-        if self.calendar is None:
-            return None
-        return self._slice(self.calendar, 0, self.lookback)  # (N, L, K)
-
-    def future_calendar(self) -> np.ndarray | None:
-        if self.calendar is None:
-            return None
-        return self._slice(self.calendar, self.lookback, self.horizon)  # (N, H, K)
-
     def future_covariates(self) -> np.ndarray | None:
         if self.ahead is None:
             return None

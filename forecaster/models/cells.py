@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
-RECURRENT_LAYERS: dict[str, type[nn.RNNBase]] = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+RECURRENT_LAYERS: dict[str, Callable[..., nn.RNNBase]] = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 
 
 def recurrent_layer(
@@ -25,7 +27,7 @@ def recurrent_layer(
     return layer
 
 
-def open_forget_gates(lstm: nn.LSTM, bias: float = 1.0) -> None:
+def open_forget_gates(lstm: nn.RNNBase, bias: float = 1.0) -> None:
     """Start with forget gates mostly open (Jozefowicz et al. 2015; Keras' unit_forget_bias), so
     the cell state carries gradient back through long windows from the first step of training."""
     hidden = lstm.hidden_size

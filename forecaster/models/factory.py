@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import nn
 
 from forecaster.config import ModelConfig
@@ -29,7 +31,7 @@ def build_network(
     also needs the ``lookback`` L, and uses the data's ``season`` (its seasonal period,
     forecaster/data/frequency.py) to compare the steps' positions."""
     embedded = config.series_embedding if series_count else 0
-    common = dict(
+    common: dict[str, Any] = dict(
         input_size=series_features + calendar_features + embedded,
         horizon=horizon,
         future_size=future_covariates + calendar_features + embedded,
@@ -40,6 +42,7 @@ def build_network(
         bidirectional=config.bidirectional,
         quantiles=config.quantiles,
     )
+    core: nn.Module
     if config.architecture == "seq2seq":
         core = Seq2SeqForecaster(
             **common,

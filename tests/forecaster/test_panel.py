@@ -88,8 +88,13 @@ def test_the_bundled_panel_needs_its_id_column():
     base = {"data": {"dataset": "stocks"}}
     with pytest.raises(DataError, match="set data.id_column: Ticker"):
         load_from_config(ForecastConfig.model_validate(base).data)
+    # a panel's default level_norm is the one it needs (the config's, issue 42); another is refused
+    default = ForecastConfig.model_validate({"data": {"dataset": "stocks", "id_column": "Ticker"}})
+    assert default.model.level_norm == "standard"
     with pytest.raises(ValueError, match="level_norm: a panel .* needs `standard`"):
-        ForecastConfig.model_validate({"data": {"dataset": "stocks", "id_column": "Ticker"}})
+        ForecastConfig.model_validate(
+            {"data": {"dataset": "stocks", "id_column": "Ticker"}, "model": {"level_norm": "last"}}
+        )
     panel = load_from_config(
         ForecastConfig.model_validate(
             {"data": {"dataset": "stocks", "id_column": "Ticker"}, "model": {"level_norm": "standard"}}

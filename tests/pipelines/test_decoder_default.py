@@ -1,43 +1,42 @@
-"""`forecast train --model seq2seq` gets the direct decoder, segmenting when L and H allow, unless a
-decoder is asked for; what the CLI builds validates as a config."""
+"""One default per setting, the config's: `forecast train --model seq2seq`, ``Forecaster(model="seq2seq")``
+and a YAML's `architecture: seq2seq` build the same model, whose decoder is ModelConfig's default
+(issue 42: the CLI once chose the direct decoder while the config said step by step)."""
 
 from __future__ import annotations
 
-import pytest
-
-from pipelines.cli import default_segment_length, model_settings, seq2seq_decoder, window_of
+from forecaster.api import Forecaster
+from forecaster.config import ModelConfig
+from forecaster.options import model_settings
 from pipelines.config import validate
 
 
-def cli_model(*, decoder: str | None = None, yaml_model: dict | None = None, window: dict | None = None):
-    """The model section `train` ends with for ``--model seq2seq`` (and ``--decoder``) over a YAML's."""
-    settings = {"data": {"dataset": "melbourne-temp"}, "model": dict(yaml_model or {})}
-    if window:
-        settings["window"] = window
-    settings["model"].update(model_settings("seq2seq", None, None, None, decoder))
-    settings["model"] = seq2seq_decoder(settings["model"], *window_of(settings))
-    return validate(settings).model
+def validated_model(model: dict):
+    return validate({"data": {"dataset": "melbourne-temp"}, "model": model}).model
 
 
-@pytest.mark.parametrize(
-    ("lookback", "horizon", "segment"),
-    [(96, 24, 24), (336, 720, 24), (96, 96, 24), (14, 4, 2), (96, 7, 0), (8, 8, 2), (6, 6, 0)],
-)
-def test_segment_divides_both_and_leaves_four_encoder_segments(lookback, horizon, segment):
-    assert default_segment_length(lookback, horizon) == segment
+def test_the_cli_and_the_api_add_nothing_to_what_was_asked():
+    assert model_settings("seq2seq") == {"architecture": "seq2seq"}
+    assert model_settings("seq2seq", decoder="direct") == {"architecture": "seq2seq", "decoder": "direct"}
+    assert Forecaster(model="seq2seq", lookback=96, horizon=24).settings["model"] == {
+        "architecture": "seq2seq"
+    }
 
 
-def test_seq2seq_defaults_to_the_direct_decoder_segmented_when_the_lookback_allows():
-    model = cli_model()  # the default window: L=96, H=24
-    assert (model.decoder, model.segment_length) == ("direct", 24)
-    assert model.family == "seq2seq-direct-lstm-bahdanau"
-    unsegmented = cli_model(window={"lookback": 96, "horizon": 7})
-    assert (unsegmented.decoder, unsegmented.segment_length) == ("direct", 0)
+def test_seq2seq_gets_the_configs_decoder_from_every_entry_point():
+    default = ModelConfig.model_fields["decoder"].default
+    from_cli = validated_model(model_settings("seq2seq"))
+    from_yaml = validated_model({"architecture": "seq2seq"})
+    assert from_cli.decoder == from_yaml.decoder == default
+    assert (from_cli.segment_length, from_cli.family) == (0, "seq2seq-lstm-bahdanau")
 
 
-def test_asking_for_a_decoder_or_a_yaml_that_names_one_keeps_it():
-    assert cli_model(decoder="autoregressive").decoder == "autoregressive"
-    assert cli_model(decoder="autoregressive").segment_length == 0
-    assert cli_model(yaml_model={"decoder": "autoregressive"}).decoder == "autoregressive"
-    explicit = cli_model(decoder="direct", yaml_model={"segment_length": 12})
-    assert (explicit.decoder, explicit.segment_length) == ("direct", 12)
+def test_asking_for_a_decoder_keeps_it():
+    assert validated_model(model_settings("seq2seq", decoder="direct")).decoder == "direct"
+    asked = validated_model({**model_settings("seq2seq", decoder="direct"), "segment_length": 4})
+    assert (asked.decoder, asked.segment_length) == ("direct", 4)
+
+
+def test_a_panel_defaults_to_window_scaling_in_the_config_not_the_cli():
+    config = validate({"data": {"dataset": "stocks", "id_column": "Ticker"}})
+    assert config.model.level_norm == "standard"
+    assert validate({"data": {"dataset": "melbourne-temp"}}).model.level_norm == "last"

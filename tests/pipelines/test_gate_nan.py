@@ -18,7 +18,7 @@ def gate(monkeypatch):
     moved: list[str] = []
     config = SimpleNamespace(split=SimpleNamespace(folds=1))
     monkeypatch.setattr(registry, "load_predictor", lambda uri: SimpleNamespace(config=config))
-    monkeypatch.setattr(registry, "prepared_for", lambda config, predictor: None)
+    monkeypatch.setattr(registry, "prepared_for", lambda config, predictor, table=None: None)
     monkeypatch.setattr(registry, "window_words", lambda prepared, split: "selection window")
     client = SimpleNamespace(set_registered_model_alias=lambda name, alias, version: moved.append(version))
     monkeypatch.setattr(registry.mlflow, "MlflowClient", lambda: client)

@@ -311,6 +311,10 @@ def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, tmp_pa
         assert challenger[figure] == pytest.approx(champion[figure], rel=1e-9)
     assert document["serving"] == {"name": "monitored", "version": "1"}
     assert metric(metrics, 'forecast_shadow_requests_total{outcome="scored",reason=""}') == n
+    # the challenger's loads on /metrics, apart from the served model's (issue 42: once unexposed)
+    assert metric(metrics, 'forecast_challenger_version{name="monitored"}') == 1
+    assert metric(metrics, 'forecast_challenger_reloads_total{outcome="success"}') == 1
+    assert metric(metrics, 'forecast_model_reloads_total{outcome="success"}') == 1
     assert len(one["forecasts"]) == 1  # the challenger's forecast is not in the answer
 
 

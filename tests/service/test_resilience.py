@@ -99,7 +99,7 @@ def test_a_load_abandoned_at_shutdown_reports_nothing_with_the_password():
     async def scenario() -> None:
         asyncio.get_running_loop().set_exception_handler(lambda loop, context: reports.append(context))
         # no deadline of the reloader's own runs out first, however slowly this machine goes
-        reloader = Reloader(RegistryFailingLater(), ServiceMetrics(), interval=0, timeout=3600)
+        reloader = Reloader(RegistryFailingLater(), ServiceMetrics().served, interval=0, timeout=3600)
         reloader.start()
         await asyncio.to_thread(loading.wait, 60)  # the first load is in its thread
         await reloader.stop()
@@ -171,7 +171,17 @@ def test_callers_that_hang_up_are_dropped_before_the_forward_pass(model_store):
 
 # -- the registry ----------------------------------------------------------------------------------
 def api_command(port: int) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "service.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "service.main:create_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
 
 
 def failed_loads(url: str, headers: dict) -> int:

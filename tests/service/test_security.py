@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from forecaster.redaction import RedactingFormatter, redact, redact_handlers
+from infra.redaction import RedactingFormatter, redact, redact_handlers
 from tests.service.conftest import live_server, serving
 from tests.service.test_http import window
 

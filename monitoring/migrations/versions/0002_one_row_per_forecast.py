@@ -9,6 +9,8 @@ Revises: 0001
 Create Date: 2026-11-02
 """
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
@@ -25,7 +27,7 @@ depends_on = None
 
 ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
 FORECAST_KEY = ["request_id", "series_id", "role", "model_name", "model_version", "model_alias", "origin"]
-STEP_COLUMNS = {
+STEP_COLUMNS: dict[str, Any] = {
     "id": sa.BigInteger(), **{name: sa.String() for name in FORECAST_KEY[:-1]}, "origin": sa.DateTime(),
     "step": sa.Integer(), "target_time": sa.DateTime(), "forecast": sa.Float(), "lower": sa.Float(),
     "upper": sa.Float(), "level": sa.Float(), "naive": sa.Float(), "seasonal_naive": sa.Float(),
@@ -64,7 +66,8 @@ def upgrade() -> None:
 
 
 def regroup_steps(connection: sa.Connection) -> None:
-    steps = sa.table("forecast_steps", *(sa.column(name, kind) for name, kind in STEP_COLUMNS.items()))
+    columns: list[Any] = [sa.column(name, kind) for name, kind in STEP_COLUMNS.items()]
+    steps = sa.table("forecast_steps", *columns)
     names = list(STEP_COLUMNS)
     series_ids = connection.execute(sa.select(steps.c.series_id).distinct()).scalars().all()
     dialect = connection.dialect.name

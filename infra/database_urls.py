@@ -1,0 +1,33 @@
+"""Database URLs as this project opens them, written once for the forecast log (monitoring/),
+the promotion and run locks (pipelines/locks.py) and the sweep's claims (pipelines/sweep_claims.py).
+
+Why the driver rewrite: SQLAlchemy reads ``postgresql://`` as psycopg2, which is not installed;
+the project ships psycopg 3 (``postgresql+psycopg``). A URL naming a driver keeps it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import URL, make_url
+
+PSYCOPG = "postgresql+psycopg"
+
+
+def sqlalchemy_url(url: str | URL) -> URL:
+    """``url`` parsed, ``postgresql://`` read as psycopg 3 (the driver this project ships)."""
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername=PSYCOPG)
+    return parsed
+
+
+def is_postgresql(url: str) -> bool:
+    return url.lower().startswith("postgresql")
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The absolute path of an SQLite URL's file; None for another database or SQLite in memory."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).absolute()

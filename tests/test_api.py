@@ -1,0 +1,89 @@
+"""The Python API as a notebook uses it, nothing else imported from this project: fit on a pandas
+DataFrame, evaluate beside the baselines, log and register to MLflow, load the champion back and
+forecast; and the same figures as the CLI's on the same data, seed and tiny settings (TINY)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from forecaster import Forecaster
+from tests.conftest import REPO
+from tests.pipelines.helpers import forecast, train_json
+
+pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
+
+# tests/conftest.py's TINY, as a notebook writes it (the data as a DataFrame, not a bundled name)
+TINY_ARGS = {
+    "lookback": 14,
+    "horizon": 4,
+    "hidden_size": 8,
+    "layers": 1,
+    "epochs": 2,
+    "train": {"batch_size": 128, "limit_train_batches": 4, "progress_bar": False},
+}
+TINY_FILE = {"data": {"frequency": "D", "fill": "interpolate"}}  # what the bundled dataset says
+
+
+def melbourne() -> pd.DataFrame:
+    return pd.read_csv(REPO / "data" / "daily-min-temperatures.csv")
+
+
+def test_fit_evaluate_log_load_predict_as_a_notebook_does(tracking_uri):
+    df = melbourne()
+    f = Forecaster("gru", **TINY_ARGS, **TINY_FILE).fit(df, time_column="Date", target="Temp")
+
+    scores = f.evaluate()
+    assert list(scores.index) == ["model", "naive", "seasonal_naive"]
+    assert {"mae", "rmse", "mase", "selection_mae"} <= set(scores.columns)
+    assert scores.attrs["windows"] > 0 and scores.attrs["split"] == "test"
+
+    forecasts = f.predict(df)
+    assert list(forecasts.columns) == ["Date", "Temp_forecast", "Temp_q0.1", "Temp_q0.9"]
+    assert len(forecasts) == 4 and forecasts["Date"].iloc[0] == pd.Timestamp("1991-01-01")
+    assert (forecasts["Temp_q0.1"] <= forecasts["Temp_forecast"]).all()
+
+    logged = f.log(experiment="notebook", register="notebook-gru", allow_worse_than_naive=True)
+    assert logged.registered_version == "1" and logged.promoted, logged.reason
+    assert logged.metrics["model"]["mae"] == pytest.approx(scores.loc["model", "mae"])
+
+    champion = Forecaster.load("models:/notebook-gru@champion")
+    pd.testing.assert_frame_equal(champion.predict(df), forecasts)
+    again = champion.evaluate(df, time_column="Date", target="Temp")
+    pd.testing.assert_frame_equal(again, scores, check_exact=False, rtol=1e-6)
+
+
+def test_the_api_and_the_cli_give_the_same_figures_on_the_same_data(tracking_uri, tmp_path):
+    cli = train_json(tracking_uri, "model.cell=gru", register="cli-gru")
+    df = melbourne()
+    f = Forecaster("gru", **TINY_ARGS, **TINY_FILE).fit(df, time_column="Date", target="Temp")
+    scores = f.evaluate()
+    for name in ("model", "naive", "seasonal_naive"):
+        for metric in ("mae", "rmse"):
+            assert scores.loc[name, metric] == pytest.approx(cli["metrics"][name][metric], rel=1e-6), (
+                name,
+                metric,
+            )
+        assert scores.loc[name, "selection_mae"] == pytest.approx(
+            cli["selection_metrics"][name]["mae"], rel=1e-6
+        )
+    out = tmp_path / "next.csv"
+    result = forecast("predict", "--model-uri", "models:/cli-gru/1", "--data", "melbourne-temp",
+                      "--output", out, "--tracking-uri", tracking_uri)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    from_cli = pd.read_csv(out, parse_dates=["Date"]).drop(columns="model_version")
+    pd.testing.assert_frame_equal(f.predict(df), from_cli, check_dtype=False)
+
+
+def test_bad_input_is_named_not_a_traceback():
+    from forecaster.errors import ForecasterError
+
+    with pytest.raises(ForecasterError, match="Temperature"):
+        Forecaster("gru", **TINY_ARGS).fit(melbourne(), time_column="Date", target="Temperature")
+    with pytest.raises(ForecasterError, match="model.cell"):
+        Forecaster("transformer", **TINY_ARGS).fit(melbourne(), time_column="Date", target="Temp")
+    with pytest.raises(ForecasterError, match="fit the Forecaster first"):
+        Forecaster("gru").predict(melbourne())
+    assert json.dumps(Forecaster("seq2seq", lookback=96, horizon=24).settings)  # plain settings
