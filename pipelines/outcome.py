@@ -32,7 +32,9 @@ class TrainingOutcome:
     model_metadata: dict[str, Any] | None = field(default=None, repr=False)  # the logged model's
     # attention models: the alignment of test windows' weights (forecaster/alignment.py), reported only
     alignment: dict[str, float] | None = None
-    train_seconds: float = 0.0  # the fit alone (``seconds``: the whole run, evaluation and logging too)
+    # the fit alone (``seconds``: the whole run, evaluation and logging too); benchmarks/ett_benchmark.py
+    # reads it
+    train_seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:
         return {

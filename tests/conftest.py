@@ -15,8 +15,8 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 os.environ.pop("MLFLOW_TRACKING_URI", None)  # never write to a developer's real store
 # What every process a test starts inherits (servers, CLIs, DDP ranks):
 # - one OpenMP thread: the tests' networks are tiny, and the suite runs two workers on two cores
-#   beside the servers it starts; two spinning OpenMP threads per process then made an LSTM step
-#   ~50x slower (measured: a tiny seq2seq training took 22.6 s with two threads, 7.9 s with one)
+#   beside the servers it starts; two spinning OpenMP threads per process then made a tiny seq2seq
+#   training about three times slower (measured: 22.6 s with two threads, 7.9 s with one)
 # - no MLflow usage telemetry (no network here; a failed send once failed a run's search) and no
 #   job-execution runner in the `mlflow server`s tests start (7 huey consumers per server, polling)
 for name, value in {
@@ -121,6 +121,23 @@ def log_url(request, tmp_path, postgres_url) -> str:
                          autocommit=True) as connection:  # fmt: skip
         connection.execute(f"CREATE DATABASE {name}")
     return str(server.set(database=name))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with end-to-end tests (marked integration), then those with slow ones, then the
+    rest, each module's tests kept together and in order (its module fixtures set up once): with
+    two xdist workers, a long test handed out last leaves the other worker idle until it ends, so
+    the long ones go first and the many short ones fill the gaps at the end."""
+
+    def rank(item: pytest.Item) -> int:
+        return 0 if item.get_closest_marker("integration") else 1 if item.get_closest_marker("slow") else 2
+
+    modules: dict[str, int] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        modules[module] = min(modules.get(module, 2), rank(item))
+    order = {module: position for position, module in enumerate(modules)}
+    items.sort(key=lambda item: (modules[m := item.nodeid.split("::", 1)[0]], order[m]))
 
 
 # The suite's time budget (issue 40): CI (.ci/run) sets FORECAST_TEST_BUDGET_S, and a whole run

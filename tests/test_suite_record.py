@@ -55,7 +55,7 @@ def test_coverage_is_summed_by_package_whatever_the_checkout():
             "forecaster/config.py": {"summary": summary},
             "/elsewhere/checkout/forecaster/models/seq2seq.py": {"summary": summary},
             "service/main.py": {"summary": summary},
-            "benchmarks/wrk.py": {"summary": summary},  # not one of the four: left out
+            "benchmarks/wrk.py": {"summary": summary},  # not one of the packages: left out
         }
     }
     totals = coverage_by_package(report)

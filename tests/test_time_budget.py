@@ -13,13 +13,26 @@ import pytest
 from tests.conftest import BUDGET_VARIABLE, REPO
 
 QUICK = "tests/test_layers.py::test_no_package_imports_a_layer_it_must_not[forecaster]"
+# The run under test needs only tests/conftest.py (and pytest-xdist for the two-worker case): the
+# installed plugins this suite's other tests use are left out, as importing them (hypothesis,
+# schemathesis) took most of each run's seconds
+UNUSED_PLUGINS = [
+    "-p",
+    "no:hypothesispytest",
+    "-p",
+    "no:schemathesis",
+    "-p",
+    "no:anyio",
+    "-p",
+    "no:pytest_cov",
+]
 
 
 def pytest_run(budget: str | None, *extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != BUDGET_VARIABLE}
     if budget is not None:
         env[BUDGET_VARIABLE] = budget
-    command = [sys.executable, "-m", "pytest", QUICK, "-q", "-p", "no:cacheprovider", *extra]
+    command = [sys.executable, "-m", "pytest", QUICK, "-q", "-p", "no:cacheprovider", *UNUSED_PLUGINS, *extra]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
 

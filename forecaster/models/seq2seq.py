@@ -145,7 +145,7 @@ class Seq2SeqForecaster(nn.Module):
     ) -> Forecast:
         encoded, enc_state = self.encoder(self._encoder_steps(past))  # (B, L/w, C), (layers*D, B, hidden)
         fixed_context = last_layer(hidden_of(enc_state), self.layers, self.directions)  # (B, C)
-        keys = None  # (B, L, A): the `states` layout's projected keys
+        keys: torch.Tensor | StepKeys | None = None  # (B, L, A): the `states` layout's projected keys
         if isinstance(self.attention, BahdanauAttention):
             keys = self.attention.project_keys(encoded)
         state = self._initial_state(enc_state)  # (layers, B, hidden)

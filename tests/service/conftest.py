@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, closing, contextmanager
 from pathlib import Path
 
 import httpx
@@ -14,6 +17,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from filelock import FileLock
 
 from pipelines.config import load_run_config
 from pipelines.train import run_training
@@ -35,11 +39,66 @@ FAMILIES = {
 
 @pytest.fixture(scope="session")
 def model_store(tmp_path_factory) -> str:
-    """Tracking URI of a SQLite store holding `svc-<family>` @champion for every family."""
-    root: Path = tmp_path_factory.mktemp("service-store")
-    return train_registered(
-        root, {f"svc-{family}": [*TINY, *settings] for family, settings in FAMILIES.items()}
-    )
+    """Tracking URI of a SQLite store holding `svc-<family>` @champion for every family.
+
+    Trained once per run: under pytest-xdist the workers share one store, built by whichever
+    asks first (a file lock in the run's base folder), since MLflow records its artifacts' absolute
+    paths. Shared, it is read-only: a test that registers or promotes gets its own copy
+    (``writable_store``)."""
+    models = {f"svc-{family}": [*TINY, *settings] for family, settings in FAMILIES.items()}
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # one process: nothing to share with
+        return train_registered(tmp_path_factory.mktemp("service-store"), models)
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's
+    root = shared / "service-store"
+    with FileLock(str(shared / "service-store.lock")):
+        done = root / "trained"
+        if not done.exists():
+            if root.exists():  # a worker failed half-way: start over
+                shutil.rmtree(root)
+            root.mkdir()
+            done.write_text(train_registered(root, models))
+        return done.read_text()
+
+
+@pytest.fixture
+def writable_store(model_store, tmp_path) -> str:
+    """Tracking URI of a copy of ``model_store``'s database, for a test that registers or promotes:
+    the same models (the copy points at the shared artifacts, which nothing writes)."""
+    copy = tmp_path / "mlflow.db"
+    source = sqlite3.connect(model_store.removeprefix("sqlite:///"))
+    with closing(source), closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+    return f"sqlite:///{copy}"
+
+
+@pytest.fixture(scope="session")
+def served(model_store) -> Iterator[Callable[[str], TestClient]]:
+    """``served(name)``: a ready TestClient serving ``models:/<name>@champion`` from
+    ``model_store`` with the default settings, started on first use and shared by the tests after
+    (an app per model, not per test; the least recently used closes beyond ``SHARED_APPS``). Only
+    for tests that send requests and read their answers: a test that counts /metrics, changes
+    settings or the app's state, opens its own."""
+    open_apps: OrderedDict[str, tuple[AbstractContextManager[TestClient], TestClient]] = OrderedDict()
+
+    def client(name: str) -> TestClient:
+        if name not in open_apps:
+            while len(open_apps) >= SHARED_APPS:
+                _, (oldest, _) = open_apps.popitem(last=False)
+                oldest.__exit__(None, None, None)
+            app = serving(model_store, f"models:/{name}@champion")
+            open_apps[name] = (app, app.__enter__())
+        open_apps.move_to_end(name)
+        return open_apps[name][1]
+
+    try:
+        yield client
+    finally:
+        while open_apps:
+            _, (app, _) = open_apps.popitem()
+            app.__exit__(None, None, None)
+
+
+SHARED_APPS = 4  # each holds a parser helper process
 
 
 def train_registered(root: Path, models: dict[str, list[str]]) -> str:

@@ -38,79 +38,76 @@ def target_scale(tracking_uri: str, name: str) -> float:
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_each_family_round_trips_and_matches_pyfunc(family, model_store):
-    with serving(model_store, f"models:/svc-{family}@champion") as client:
-        info = client.get("/v1/model").json()
-        lookback, horizon, features = info["lookback"], info["horizon"], len(info["features"])
-        series = [window(lookback + 3, features, seed=s, level=100 if features > 1 else 11) for s in range(3)]
-        body = {"series": [{"values": v} for v in series], "return_attention": True}
-        timestamps = None
-        if info["calendar_features"]:
-            stamps = np.datetime64("1989-06-01") + np.arange(lookback + 3) * np.timedelta64(1, "D")
-            timestamps = np.stack([stamps[-lookback:]] * 3)
-            for item in body["series"]:
-                item["timestamps"] = [str(t) for t in stamps]
-        response = client.post("/v1/predict", json=body)
-        assert response.status_code == 200, response.text
-        answer = response.json()
-        assert answer["horizon"] == horizon and answer["model"]["version"] == "1"
-        assert answer["model"]["name"] == f"svc-{family}"
-        got = np.array([f["values"] for f in answer["forecasts"]])
-        windows = np.asarray(series)[:, -lookback:]
-        expected = pyfunc_forecast(model_store, f"svc-{family}", windows, timestamps)
-        # the network's digits (float32 on the z-scored scale: 1e-6 of the target's scale, which
-        # rounding moves by at most half that) and no float64 noise past them
-        np.testing.assert_allclose(
-            got, expected, rtol=0, atol=1e-6 * target_scale(model_store, f"svc-{family}")
-        )
-        assert all(float(f"{v:.10g}") == v for v in got.ravel()), got
-        attention = [f.get("attention") for f in answer["forecasts"]]
-        if info["attention"] == "bahdanau":
-            weights = np.asarray(attention)
-            assert weights.shape == (3, horizon, lookback)
-            np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
-        else:
-            assert attention == [None] * 3
-        bounds = answer["forecasts"][0]["quantiles"]
-        assert {"0.1", "0.9"} <= set(bounds), bounds.keys()
-        assert all(lo <= hi for lo, hi in zip(bounds["0.1"], bounds["0.9"], strict=True))
-        assert all(float(f"{v:.10g}") == v for v in [*bounds["0.1"], *bounds["0.9"]]), bounds
-        assert info["interval_levels"] == [0.8]
-        if timestamps is not None:
-            assert answer["forecasts"][0]["timestamps"][0].startswith(
-                str(stamps[-1] + np.timedelta64(1, "D"))
-            )
+def test_each_family_round_trips_and_matches_pyfunc(family, model_store, served):
+    # the family's shared app: this test only sends a request and reads the answer
+    client = served(f"svc-{family}")
+    info = client.get("/v1/model").json()
+    lookback, horizon, features = info["lookback"], info["horizon"], len(info["features"])
+    series = [window(lookback + 3, features, seed=s, level=100 if features > 1 else 11) for s in range(3)]
+    body = {"series": [{"values": v} for v in series], "return_attention": True}
+    timestamps = None
+    if info["calendar_features"]:
+        stamps = np.datetime64("1989-06-01") + np.arange(lookback + 3) * np.timedelta64(1, "D")
+        timestamps = np.stack([stamps[-lookback:]] * 3)
+        for item in body["series"]:
+            item["timestamps"] = [str(t) for t in stamps]
+    response = client.post("/v1/predict", json=body)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["horizon"] == horizon and answer["model"]["version"] == "1"
+    assert answer["model"]["name"] == f"svc-{family}"
+    got = np.array([f["values"] for f in answer["forecasts"]])
+    windows = np.asarray(series)[:, -lookback:]
+    expected = pyfunc_forecast(model_store, f"svc-{family}", windows, timestamps)
+    # the network's digits (float32 on the z-scored scale: 1e-6 of the target's scale, which
+    # rounding moves by at most half that) and no float64 noise past them
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6 * target_scale(model_store, f"svc-{family}"))
+    assert all(float(f"{v:.10g}") == v for v in got.ravel()), got
+    attention = [f.get("attention") for f in answer["forecasts"]]
+    if info["attention"] == "bahdanau":
+        weights = np.asarray(attention)
+        assert weights.shape == (3, horizon, lookback)
+        np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
+    else:
+        assert attention == [None] * 3
+    bounds = answer["forecasts"][0]["quantiles"]
+    assert {"0.1", "0.9"} <= set(bounds), bounds.keys()
+    assert all(lo <= hi for lo, hi in zip(bounds["0.1"], bounds["0.9"], strict=True))
+    assert all(float(f"{v:.10g}") == v for v in [*bounds["0.1"], *bounds["0.9"]]), bounds
+    assert info["interval_levels"] == [0.8]
+    if timestamps is not None:
+        assert answer["forecasts"][0]["timestamps"][0].startswith(str(stamps[-1] + np.timedelta64(1, "D")))
 
 
-def test_timestamps_give_future_timestamps(model_store):
-    with serving(model_store, "models:/svc-lstm@champion") as client:
-        stamps = [f"1990-01-{d:02d}T00:00:00" for d in range(1, 15)]
-        response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps}]})
-        assert response.status_code == 200, response.text
-        assert response.json()["forecasts"][0]["timestamps"] == [
-            f"1990-01-{d:02d}T00:00:00" for d in range(15, 19)
-        ]
+def test_timestamps_give_future_timestamps(served):
+    client = served("svc-lstm")
+    stamps = [f"1990-01-{d:02d}T00:00:00" for d in range(1, 15)]
+    response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps}]})
+    assert response.status_code == 200, response.text
+    assert response.json()["forecasts"][0]["timestamps"] == [
+        f"1990-01-{d:02d}T00:00:00" for d in range(15, 19)
+    ]
 
 
-def test_a_model_trained_on_local_time_takes_a_zoned_stamps_wall_time_as_written(model_store):
+def test_a_model_trained_on_local_time_takes_a_zoned_stamps_wall_time_as_written(served):
     """Its training file had no zone, so there is none to convert an offset to: 10:00+01:00 is
     10:00 on its clock (read as UTC it would be 09:00, every calendar feature an hour off)."""
-    with serving(model_store, "models:/svc-lstm@champion") as client:
-        assert client.get("/v1/model").json()["clock"] == "local"
-        answers = [
-            client.post(
-                "/v1/predict",
-                json={
-                    "series": [
-                        {
-                            "values": window(14),
-                            "timestamps": [f"1990-01-{d:02d}T10:00:00{zone}" for d in range(1, 15)],
-                        }
-                    ]
-                },
-            )
-            for zone in ("+01:00", "")
-        ]
+    client = served("svc-lstm")
+    assert client.get("/v1/model").json()["clock"] == "local"
+    answers = [
+        client.post(
+            "/v1/predict",
+            json={
+                "series": [
+                    {
+                        "values": window(14),
+                        "timestamps": [f"1990-01-{d:02d}T10:00:00{zone}" for d in range(1, 15)],
+                    }
+                ]
+            },
+        )
+        for zone in ("+01:00", "")
+    ]
     assert [a.status_code for a in answers] == [200, 200], answers[0].text
     assert answers[0].json()["forecasts"] == answers[1].json()["forecasts"]
     assert answers[0].json()["forecasts"][0]["timestamps"][0] == "1990-01-15T10:00:00"
@@ -144,31 +141,30 @@ BAD = [
 
 
 @pytest.mark.parametrize(("body", "field", "message"), BAD, ids=[b[2][:30] for b in BAD])
-def test_bad_input_is_a_422_naming_series_and_field(body, field, message, model_store):
-    with serving(model_store, "models:/svc-lstm@champion") as client:
-        response = client.post("/v1/predict", json=body)
+def test_bad_input_is_a_422_naming_series_and_field(body, field, message, served):
+    response = served("svc-lstm").post("/v1/predict", json=body)
     assert response.status_code == 422, response.text
     problems = response.json()["detail"]
     assert any(p["field"] == field and message in p["msg"] for p in problems), problems
     assert all(set(p) == {"loc", "field", "msg", "type"} for p in problems), problems
 
 
-def test_nan_infinity_non_json_and_content_type(model_store):
-    with serving(model_store, "models:/svc-lstm@champion") as client:
-        headers = {"Content-Type": "application/json"}
-        for literal in ("NaN", "Infinity", "-Infinity"):
-            body = '{"series": [{"values": [' + ",".join(["1.0"] * 13 + [literal]) + "]}]}"
-            response = client.post("/v1/predict", content=body, headers=headers)
-            assert response.status_code == 422, response.text
-            problem = response.json()["detail"][0]
-            assert problem["field"] == "series[0].values[13]" and "only finite numbers" in problem["msg"]
-        huge_integer = '{"series": [{"values": [' + ",".join(["1"] * 13 + ["1" * 401]) + "]}]}"
-        response = client.post("/v1/predict", content=huge_integer, headers=headers)
-        assert response.status_code == 422 and response.json()["detail"][0]["field"] == "series[0].values[13]"
-        broken = client.post("/v1/predict", content="{not json", headers=headers)
-        assert broken.status_code == 422 and "not valid JSON" in broken.json()["detail"][0]["msg"]
-        plain = client.post("/v1/predict", content='{"series": []}', headers={"Content-Type": "text/plain"})
-        assert plain.status_code == 415 and "application/json" in plain.json()["detail"]
+def test_nan_infinity_non_json_and_content_type(served):
+    client = served("svc-lstm")
+    headers = {"Content-Type": "application/json"}
+    for literal in ("NaN", "Infinity", "-Infinity"):
+        body = '{"series": [{"values": [' + ",".join(["1.0"] * 13 + [literal]) + "]}]}"
+        response = client.post("/v1/predict", content=body, headers=headers)
+        assert response.status_code == 422, response.text
+        problem = response.json()["detail"][0]
+        assert problem["field"] == "series[0].values[13]" and "only finite numbers" in problem["msg"]
+    huge_integer = '{"series": [{"values": [' + ",".join(["1"] * 13 + ["1" * 401]) + "]}]}"
+    response = client.post("/v1/predict", content=huge_integer, headers=headers)
+    assert response.status_code == 422 and response.json()["detail"][0]["field"] == "series[0].values[13]"
+    broken = client.post("/v1/predict", content="{not json", headers=headers)
+    assert broken.status_code == 422 and "not valid JSON" in broken.json()["detail"][0]["msg"]
+    plain = client.post("/v1/predict", content='{"series": []}', headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and "application/json" in plain.json()["detail"]
 
 
 def test_size_limits(model_store):
@@ -263,15 +259,15 @@ def test_full_queue_answers_503_with_retry_after(model_store):
     assert refused.headers["Retry-After"] == "1"
 
 
-def test_readiness_before_and_after_load_and_503_without_model(model_store):
+def test_readiness_before_and_after_load_and_503_without_model(writable_store):
     admin = {"X-API-Key": "k"}
-    with serving(model_store, "models:/svc-late@champion", ready=False, api_key="k") as client:
+    with serving(writable_store, "models:/svc-late@champion", ready=False, api_key="k") as client:
         assert client.get("/healthz").status_code == 200
         not_ready = client.get("/readyz")
         assert not_ready.status_code == 503 and not_ready.json()["status"] == "not ready"
         response = client.post("/v1/predict", json={"series": [{"values": window(14)}]}, headers=admin)
         assert response.status_code == 503 and "Retry-After" in response.headers
-        registry = mlflow.MlflowClient(model_store)
+        registry = mlflow.MlflowClient(writable_store)
         source = registry.get_model_version_by_alias("svc-lstm", "champion")
         registry.create_registered_model("svc-late")
         late = registry.create_model_version("svc-late", source.source, run_id=source.run_id)
@@ -282,15 +278,15 @@ def test_readiness_before_and_after_load_and_503_without_model(model_store):
         assert answer.status_code == 200
 
 
-def test_hot_reload_to_a_new_version_and_refusal_of_a_broken_one(model_store):
-    registry = mlflow.MlflowClient(model_store)
+def test_hot_reload_to_a_new_version_and_refusal_of_a_broken_one(writable_store):
+    registry = mlflow.MlflowClient(writable_store)
     registry.create_registered_model("svc-hot")
     lstm = registry.get_model_version_by_alias("svc-lstm", "champion")
     gru = registry.get_model_version_by_alias("svc-gru", "champion")
     v1 = registry.create_model_version("svc-hot", lstm.source, run_id=lstm.run_id)
     registry.set_registered_model_alias("svc-hot", "champion", v1.version)
     body = {"series": [{"values": window(14)}]}
-    with serving(model_store, "models:/svc-hot@champion", api_key="k") as client:
+    with serving(writable_store, "models:/svc-hot@champion", api_key="k") as client:
         client.headers["X-API-Key"] = "k"
         first = client.post("/v1/predict", json=body).json()
         assert first["model"]["version"] == "1"

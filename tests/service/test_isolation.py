@@ -78,23 +78,23 @@ def test_a_batch_that_fails_is_rerun_one_request_at_a_time(model_store, monkeypa
     assert 'forecast_failed_requests_total{reason="NonFiniteForecastError"} 3.0' in metrics
 
 
-def test_values_beyond_float32_are_refused_and_large_ones_never_500(model_store):
-    with serving(model_store, "models:/svc-lstm@champion") as client:
-        for value in (3.5e38, -1e300):
-            response = client.post("/v1/predict", json={"series": [{"values": [*window(13), value]}]})
-            assert response.status_code == 422, response.text
-            assert response.json()["detail"][0]["field"] == "series[0].values[13]"
-        for value in (1e38, 3e38, -3e38, 1e30):
-            body = {"series": [{"values": [value] * 14}, {"values": window(14)}]}
-            response = client.post("/v1/predict", json=body)
-            assert response.status_code in (200, 422), response.text
-            if response.status_code == 200:
-                assert all(np.isfinite(f["values"]).all() for f in response.json()["forecasts"])
-            else:
-                assert {p["field"] for p in response.json()["detail"]} <= {
-                    "series[0].values",
-                    "series[0].values[0]",
-                }
+def test_values_beyond_float32_are_refused_and_large_ones_never_500(served):
+    client = served("svc-lstm")
+    for value in (3.5e38, -1e300):
+        response = client.post("/v1/predict", json={"series": [{"values": [*window(13), value]}]})
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"][0]["field"] == "series[0].values[13]"
+    for value in (1e38, 3e38, -3e38, 1e30):
+        body = {"series": [{"values": [value] * 14}, {"values": window(14)}]}
+        response = client.post("/v1/predict", json=body)
+        assert response.status_code in (200, 422), response.text
+        if response.status_code == 200:
+            assert all(np.isfinite(f["values"]).all() for f in response.json()["forecasts"])
+        else:
+            assert {p["field"] for p in response.json()["detail"]} <= {
+                "series[0].values",
+                "series[0].values[0]",
+            }
 
 
 BAD_TIMESTAMPS = [
@@ -119,11 +119,10 @@ BAD_TIMESTAMPS = [
     ("times", "field", "message"), BAD_TIMESTAMPS, ids=[b[2] + b[1] for b in BAD_TIMESTAMPS]
 )
 @pytest.mark.parametrize("family", ["lstm", "calendar"])
-def test_timestamps_the_model_cannot_use_are_refused_naming_the_index(
-    model_store, family, times, field, message
-):
-    with serving(model_store, f"models:/svc-{family}@champion") as client:
-        response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": times}]})
+def test_timestamps_the_model_cannot_use_are_refused_naming_the_index(served, family, times, field, message):
+    response = served(f"svc-{family}").post(
+        "/v1/predict", json={"series": [{"values": window(14), "timestamps": times}]}
+    )
     assert response.status_code == 422, response.text
     problem = response.json()["detail"][0]
     assert problem["field"] == field and message in problem["msg"], problem
@@ -136,34 +135,32 @@ def test_timestamps_the_model_cannot_use_are_refused_naming_the_index(
         (stamps("1677-09-21T12:00", zone="+14:00"), "series[0].timestamps[0]"),
     ],
 )
-def test_zone_aware_timestamps_that_leave_the_range_on_conversion_are_refused(model_store, times, field):
-    with serving(model_store, "models:/svc-calendar@champion") as client:  # a UTC clock
-        response = client.post("/v1/predict", json={"series": [{"values": window(14), "timestamps": times}]})
+def test_zone_aware_timestamps_that_leave_the_range_on_conversion_are_refused(served, times, field):
+    # svc-calendar: a UTC clock
+    response = served("svc-calendar").post(
+        "/v1/predict", json={"series": [{"values": window(14), "timestamps": times}]}
+    )
     assert response.status_code == 422, response.text
     problem = response.json()["detail"][0]
     assert problem["field"] == field and "outside the range" in problem["msg"], problem
 
 
-def test_each_series_gets_its_own_forecast_timestamps(model_store):
-    with serving(model_store, "models:/svc-lstm@champion") as client:
-        body = {
-            "series": [{"values": window(14), "timestamps": stamps("2001-03-01")}, {"values": window(14)}]
-        }
-        forecasts = client.post("/v1/predict", json=body).json()["forecasts"]
+def test_each_series_gets_its_own_forecast_timestamps(served):
+    client = served("svc-lstm")
+    body = {"series": [{"values": window(14), "timestamps": stamps("2001-03-01")}, {"values": window(14)}]}
+    forecasts = client.post("/v1/predict", json=body).json()["forecasts"]
     assert forecasts[0]["timestamps"][0] == "2001-03-15T00:00:00" and "timestamps" not in forecasts[1]
 
 
-def test_zone_aware_timestamps_are_converted_to_utc(model_store):
+def test_zone_aware_timestamps_are_converted_to_utc(served):
     """A model trained on a UTC clock sees UTC wall-clock time; forecasts come back in UTC."""
-    with serving(model_store, "models:/svc-calendar@champion") as client:
-        local = client.post(
-            "/v1/predict",
-            json={
-                "series": [{"values": window(14), "timestamps": stamps("2001-03-01T02:00", zone="+02:00")}]
-            },
-        ).json()
-        utc = client.post(
-            "/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps("2001-03-01T00:00")}]}
-        ).json()
+    client = served("svc-calendar")
+    local = client.post(
+        "/v1/predict",
+        json={"series": [{"values": window(14), "timestamps": stamps("2001-03-01T02:00", zone="+02:00")}]},
+    ).json()
+    utc = client.post(
+        "/v1/predict", json={"series": [{"values": window(14), "timestamps": stamps("2001-03-01T00:00")}]}
+    ).json()
     assert local["forecasts"][0]["timestamps"][0] == "2001-03-15T00:00:00"
     assert local["forecasts"] == utc["forecasts"]

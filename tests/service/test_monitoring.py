@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from forecaster.data.datamodule import prepare_series
@@ -30,7 +32,9 @@ from tests.monitoring.test_resolution import full_scan
 from tests.service.conftest import serving
 from tests.waiting import until
 
-pytestmark = pytest.mark.slow  # serves real trained models: in make test, not make test-fast
+# serves real trained models: in make test, not make test-fast; the module's model is trained, and
+# its shared app started, once, on one worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("monitoring")]
 
 MODEL = "models:/monitored@champion"
 OPEN = {"monitoring_open_without_api_key": True}  # these tests run without an API_KEY
@@ -48,6 +52,16 @@ def monitored(tmp_path_factory) -> str:
     finally:
         os.chdir(cwd)
     return uri
+
+
+@pytest.fixture(scope="module")
+def refusing(monitored, tmp_path_factory) -> Iterator[tuple[TestClient, str]]:
+    """One app with a forecast log, and its log's URL, for the tests whose every request must be
+    refused: they share it, and each checks that nothing reached the log (so nothing any of them
+    sent before did either)."""
+    log_url = f"sqlite:///{tmp_path_factory.mktemp('refusing') / 'forecasts.db'}"
+    with serving(monitored, MODEL, forecast_log_url=log_url, **OPEN) as client:
+        yield client, log_url
 
 
 def stamps(times: np.ndarray) -> list[str]:
@@ -147,18 +161,17 @@ def metric(text: str, name: str) -> float:
 
 
 @pytest.mark.parametrize("series_id", ["a\u0000b", "tab\there", " padded", "padded ", ""])
-def test_a_series_id_with_control_characters_or_blank_ends_is_a_422_naming_it(monitored, tmp_path, series_id):
+def test_a_series_id_with_control_characters_or_blank_ends_is_a_422_naming_it(refusing, series_id):
     """A NUL in an id would fail the log's whole batch on PostgreSQL (other clients' forecasts
     with it): such ids are refused at the door, on both routes that take them."""
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
-    with serving(monitored, MODEL, forecast_log_url=log_url, **OPEN) as client:
-        predicted = client.post("/v1/predict", json=window_request(series_id=series_id))
-        posted = client.post(
-            "/v1/actuals",
-            json={"series": [{"series_id": series_id, "timestamps": ["1990-01-15"], "values": [1.0]}]},
-        )
-        assert client.app.state.forecast_log.flush()
-        logged = client.app.state.forecast_log.health.written
+    client, log_url = refusing
+    predicted = client.post("/v1/predict", json=window_request(series_id=series_id))
+    posted = client.post(
+        "/v1/actuals",
+        json={"series": [{"series_id": series_id, "timestamps": ["1990-01-15"], "values": [1.0]}]},
+    )
+    assert client.app.state.forecast_log.flush()
+    logged = client.app.state.forecast_log.health.written
     for response in (predicted, posted):
         assert response.status_code == 422, response.text
         assert response.json()["detail"][0]["field"] == "series[0].series_id"
@@ -268,11 +281,12 @@ def test_actuals_count_once_take_corrections_and_store_nothing_from_a_bad_reques
     assert [(s, v) for s, _, v in stored_actuals(log_url)] == [("melbourne", 11.0), ("melbourne", 20.0)]
 
 
-def test_without_a_log_actuals_and_monitor_say_how_to_turn_it_on(monitored):
-    with serving(monitored, MODEL) as client:
-        answer = client.post("/v1/predict", json=window_request())
-        monitor = client.get("/v1/monitor")
-        ready = client.get("/readyz").json()
+def test_without_a_log_actuals_and_monitor_say_how_to_turn_it_on(served):
+    # any model serves for this: the session's shared app of a tiny LSTM, which has no log
+    client = served("svc-lstm")
+    answer = client.post("/v1/predict", json=window_request())
+    monitor = client.get("/v1/monitor")
+    ready = client.get("/readyz").json()
     assert answer.status_code == 200 and "x-request-id" not in answer.headers
     assert monitor.status_code == 404 and "FORECAST_LOG_URL" in monitor.json()["detail"]
     assert "forecast_log" not in ready
@@ -384,14 +398,11 @@ def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(monitored, tmp_p
          {"Content-Type": "application/json"}, 422, "series[1].timestamps[0]"),
     ],
 )  # fmt: skip
-def test_actuals_are_json_with_iso_timestamps_each_given_once(
-    monitored, tmp_path, content, headers, status, field
-):
+def test_actuals_are_json_with_iso_timestamps_each_given_once(refusing, content, headers, status, field):
     """A timestamp given as a number would be read as seconds since 1970: refused, as are bodies
     not declared JSON, and a value given twice for a series and time in one request."""
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
-    with serving(monitored, MODEL, forecast_log_url=log_url, **OPEN) as client:
-        answer = client.post("/v1/actuals", content=content, headers=headers)
+    client, log_url = refusing
+    answer = client.post("/v1/actuals", content=content, headers=headers)
     assert answer.status_code == status, answer.text
     if field is not None:
         assert answer.json()["detail"][0]["field"] == field
