@@ -68,6 +68,15 @@ FAMILIES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def no_tracking_uri_left_behind() -> Iterator[None]:
+    """``mlflow.set_tracking_uri`` also sets MLFLOW_TRACKING_URI in os.environ, which every later
+    process a test starts inherits: a test that talked to a server (stopped since) would send the
+    next test's `forecast` subprocess to it. Each test starts without one."""
+    yield
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+
+
 @pytest.fixture
 def tracking_uri(tmp_path, monkeypatch) -> str:
     """A SQLite store in a temporary working directory (artifacts land in its mlartifacts/)."""

@@ -69,8 +69,15 @@ def click(driver, xpath: str, timeout: float = 60.0) -> None:
             return False
         try:
             element.click()
-        except (ElementClickInterceptedException, StaleElementReferenceException):
+        except StaleElementReferenceException:
             return False
+        except ElementClickInterceptedException:
+            # a transparent layer MLflow leaves over the page while it loads (the click lands on
+            # <html>): the element is shown and enabled, so it is clicked where it is
+            try:
+                d.execute_script("arguments[0].click();", element)
+            except StaleElementReferenceException:
+                return False
         return True
 
     WebDriverWait(driver, timeout, poll_frequency=0.5).until(clicked, message=f"could not click {xpath}")
