@@ -116,18 +116,9 @@ NETWORKS = {
         "layers": 2,
         "segment_length": 24,
     },
-    # the same step by step (no segments): the encoder and decoder states are per hour
-    "default-attention-hourly": {
-        "architecture": "seq2seq",
-        "decoder": "direct",
-        "cell": "lstm",
-        "attention": "bahdanau",
-        "attention_layout": "steps",
-        "hidden_size": 64,
-        "layers": 2,
-        "segment_length": 0,
-    },
 }
+# the same step by step (no segments): the encoder and decoder states are per hour
+NETWORKS["default-attention-hourly"] = {**NETWORKS["default-attention"], "segment_length": 0}
 
 # name -> data settings beyond the common ones (the bundled ETTh1, target OT alone)
 DATA: dict[str, dict[str, object]] = {
