@@ -6,7 +6,7 @@ Through it: `forecast train --register` over HTTP alone, this project's predicti
 checkpoint artifact in the bucket.
 
 One stack for the module (its start and stop take most of a minute) and one registered model,
-shared by the tests; they share a worker (xdist_group). The HTTP tracking path against a
+shared by the tests (make test runs a module on one worker: --dist loadfile). The HTTP tracking path against a
 server is proven here for every command that takes a tracking URI: the client never touches the
 database or the bucket itself."""
 
@@ -47,7 +47,6 @@ RESUME_LEASE_S = 4.0
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    pytest.mark.xdist_group("compose-stack"),
     pytest.mark.skipif(MOTO is None, reason="moto's server is not installed: pip install 'moto[server]'"),
     pytest.mark.skipif(why_unavailable() is not None, reason=f"PostgreSQL unavailable: {why_unavailable()}"),
 ]

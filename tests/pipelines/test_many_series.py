@@ -27,7 +27,6 @@ from panel_fixture import make_panel  # noqa: E402
 # the module's models are trained once, on one worker
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("many_series"),
 ]  # trains real models: in make test, not make test-fast
 
 SERIES, STEPS, HORIZON = 300, 120, 4

@@ -22,7 +22,7 @@ from tests.conftest import FAMILIES, empty_tracking_store
 from tests.pipelines.helpers import forecast, train_json
 from tests.servers import mlflow_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mlflow-ui")]
+pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")

@@ -23,7 +23,6 @@ from tests.waiting import until
 # the module's models are trained once, on one worker
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("future_and_panel"),
 ]  # serves real trained models: in make test, not make test-fast
 
 LOOKBACK, HORIZON = 14, 4

@@ -34,8 +34,8 @@ from tests.service.conftest import serving
 from tests.waiting import until
 
 # serves real trained models: in make test, not make test-fast; the module's model is trained, and
-# its shared app started, once, on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("monitoring")]
+# its shared app started, once (make test runs a module on one worker: --dist loadfile)
+pytestmark = pytest.mark.slow
 
 MODEL = "models:/monitored@champion"
 OPEN = {"monitoring_open_without_api_key": True}  # these tests run without an API_KEY
