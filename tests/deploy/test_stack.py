@@ -6,7 +6,7 @@ Through it: `forecast train --register` over HTTP alone, this project's predicti
 checkpoint artifact in the bucket.
 
 One stack for the module (its start and stop take most of a minute) and one registered model,
-shared by the tests; they share a worker (xdist_group). The HTTP tracking path against a
+shared by the tests (make test runs a module on one worker: --dist loadfile). The HTTP tracking path against a
 server is proven here for every command that takes a tracking URI: the client never touches the
 database or the bucket itself."""
 
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -27,8 +25,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from tests.conftest import ONNX_AND_PLOTS, REPO, free_port
-from tests.pipelines.helpers import train_json
+from tests.conftest import ONNX_AND_PLOTS, free_port
+from tests.pipelines.helpers import forecast, train_json
 from tests.pipelines.test_resume import kill_after_checkpoint, settings
 from tests.postgres import fresh_databases, why_unavailable
 from tests.servers import mlflow_model_server, post_json, prediction_service, running
@@ -49,7 +47,6 @@ RESUME_LEASE_S = 4.0
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slow,
-    pytest.mark.xdist_group("compose-stack"),
     pytest.mark.skipif(MOTO is None, reason="moto's server is not installed: pip install 'moto[server]'"),
     pytest.mark.skipif(why_unavailable() is not None, reason=f"PostgreSQL unavailable: {why_unavailable()}"),
 ]
@@ -171,18 +168,20 @@ def test_the_service_and_mlflow_models_serve_answer_from_the_bucket(stack: Stack
 
 def resume_with_a_short_lease(workdir: Path, run_id: str, tracking: str) -> tuple[dict, float]:
     """`forecast train --resume RUN_ID --json` with pipelines/locks.py's LEASE_S (and the wait
-    pipelines/resume.py derives from it) at RESUME_LEASE_S; its output and how long it took."""
-    code = (
-        "import sys; import pipelines.locks as locks; import pipelines.resume as resume; "
-        f"locks.LEASE_S = resume.LEASE_S = {RESUME_LEASE_S}; "
-        "from pipelines.cli import main; main()"
-    )
-    command = [sys.executable, "-c", code, "train", "--resume", run_id, "--tracking-uri", tracking, "--json"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    started = time.monotonic()
-    result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-    took = time.monotonic() - started
-    assert result.returncode == 0, result.stderr[-3000:]
+    pipelines/resume.py derives from it) at RESUME_LEASE_S; its output and how long it took. In
+    this process: the killed trainer was a process of its own (that is what a SIGKILL needs), the
+    resume is about what it finds in the bucket, and a second CLI process cost 7 s of imports."""
+    import pipelines.locks as locks
+    import pipelines.resume as resume
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(workdir)
+        patch.setattr(locks, "LEASE_S", RESUME_LEASE_S)
+        patch.setattr(resume, "LEASE_S", RESUME_LEASE_S)
+        started = time.monotonic()
+        result = forecast("train", "--resume", run_id, "--tracking-uri", tracking, "--json")
+        took = time.monotonic() - started
+    assert result.exit_code == 0, result.output[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1]), took
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import mlflow
 
 from pipelines.resume import POINTER_TAGS, publisher
+from tests.conftest import empty_tracking_store
 
 
 def logged_checkpoints(client: mlflow.MlflowClient, run_id: str) -> set[str]:
@@ -20,7 +21,7 @@ def logged_checkpoints(client: mlflow.MlflowClient, run_id: str) -> set[str]:
 
 
 def test_publishing_keeps_only_the_newest_of_each_kind_even_after_a_kill(tmp_path: Path):
-    tracking_uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking_uri = empty_tracking_store(tmp_path / "mlflow.db")
     client = mlflow.MlflowClient(tracking_uri)
     experiment = client.create_experiment("ckpt", artifact_location=(tmp_path / "artifacts").as_uri())
     run_id = client.create_run(experiment).info.run_id

@@ -6,6 +6,8 @@ from __future__ import annotations
 import mlflow
 import pytest
 
+from tests.conftest import empty_tracking_store
+
 pytestmark = pytest.mark.integration
 
 
@@ -15,9 +17,9 @@ def test_ddp_training_killed_with_its_whole_process_group_resumes_to_the_uninter
     two ranks make one run, log one point per epoch (not one per rank) and register one version."""
     import torch
 
-    from tests.pipelines.test_resume import best_weights, kill_after_checkpoint, run_cli, settings
+    from tests.pipelines.test_resume import EPOCHS, best_weights, kill_after_checkpoint, run_cli, settings
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = empty_tracking_store(tmp_path / "mlflow.db")
     ddp = ["--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--tracking-uri", uri, "--json"]
     env = {"PL_DISABLE_FORK": "1"}
     crash = ["--experiment", "crash", "--register", "ddp"]
@@ -31,8 +33,8 @@ def test_ddp_training_killed_with_its_whole_process_group_resumes_to_the_uninter
     assert run.data.params["train.devices"] == "2" and run.data.params["train.strategy"] == "ddp"
     history = {m.step: m.value for m in client.get_metric_history(run_id, "val_loss")}
     reference = {m.step: m.value for m in client.get_metric_history(fresh["run_id"], "val_loss")}
-    assert sorted(history) == list(range(6)) and history == pytest.approx(reference, rel=1e-5)
-    assert len(client.get_metric_history(run_id, "val_loss")) == 6  # one point per epoch, not per rank
+    assert sorted(history) == list(range(EPOCHS)) and history == pytest.approx(reference, rel=1e-5)
+    assert len(client.get_metric_history(run_id, "val_loss")) == EPOCHS  # one point per epoch, not per rank
     experiment = client.get_experiment_by_name("crash")
     assert [r.info.run_id for r in client.search_runs([experiment.experiment_id], "tags.role = 'model'")] == [
         run_id

@@ -1,6 +1,7 @@
 """A misspelled column or a malformed model URI is named before torch, Lightning and MLflow are
-imported (seconds on an idle machine, a minute on a busy one): each failing command runs as a
-process whose exit reports which of them it imported; none may be, and the error is one line."""
+imported (seconds on an idle machine, a minute on a busy one): the failing commands run in a
+process that reports, after each, which of them it had imported; none may be, and each error is
+one line."""
 
 from __future__ import annotations
 
@@ -19,25 +20,42 @@ from forecaster.model_uri import SCHEMES, check_model_uri
 from tests.conftest import REPO
 
 HEAVY = ("torch", "pytorch_lightning", "mlflow")
-# `forecast ARGS...`, then at exit which of HEAVY the process had imported, into $IMPORTED
+# `forecast ARGS...` for each command line in argv[1] (JSON), one after another in one process
+# (its start paid once, not per command), each one's stderr in stderr-N.txt; then, for each, its
+# exit code and which of HEAVY the process had imported by its end, into $IMPORTED. Imports only
+# add up: a command that imported one shows it, and so does every report after it.
 WRAPPER = f"""
-import atexit, json, os, sys
-def report():
-    with open(os.environ["IMPORTED"], "w") as out:
-        json.dump([m for m in {HEAVY!r} if m in sys.modules], out)
-atexit.register(report)
+import json, os, sys
 from pipelines.cli import main
-sys.argv[0] = "forecast"
-main()
+outcomes = []
+for index, args in enumerate(json.loads(sys.argv[1])):
+    sys.argv = ["forecast", *args]
+    stderr = os.open(f"stderr-{{index}}.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    saved = os.dup(2)
+    os.dup2(stderr, 2)
+    try:
+        main()
+        code = 0
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(stderr)
+    outcomes.append({{"code": code, "imported": [m for m in {HEAVY!r} if m in sys.modules]}})
+with open(os.environ["IMPORTED"], "w") as out:
+    json.dump(outcomes, out)
 """
 
 
-def forecast_process(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+def assert_early_errors(tmp_path, *cases: tuple[str, list[str]]) -> None:
+    """Each case, (fragment, `forecast` arguments), fails with exit code 2 and one line on
+    stderr holding ``fragment``, and no command imported any of HEAVY."""
     imported = tmp_path / "imported.json"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     env.update(PYTHONPATH=str(REPO), IMPORTED=str(imported))
     result = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *args],
+        [sys.executable, "-c", WRAPPER, json.dumps([args for _, args in cases])],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -45,15 +63,16 @@ def forecast_process(tmp_path, *args: str) -> tuple[subprocess.CompletedProcess,
         timeout=300,
         check=False,
     )
-    return result, json.loads(imported.read_text())
-
-
-def assert_early_error(tmp_path, fragment: str, *args: str) -> None:
-    result, imported = forecast_process(tmp_path, *args)
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.stderr
-    assert imported == [], f"imported {imported} before saying: {lines[0]}"
+    assert result.returncode == 0, result.stderr
+    outcomes = json.loads(imported.read_text())
+    for index, ((fragment, args), outcome) in enumerate(zip(cases, outcomes, strict=True)):
+        stderr = (tmp_path / f"stderr-{index}.txt").read_text()
+        assert outcome["code"] == 2, (args, stderr)
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], (args, stderr)
+        assert outcome["imported"] == [], (
+            f"forecast {' '.join(args)}: imported {outcome['imported']} before saying: {lines[0]}"
+        )
 
 
 @pytest.fixture
@@ -64,49 +83,45 @@ def series_csv(tmp_path) -> str:
     return "series.csv"
 
 
-@pytest.mark.slow  # starts the CLI as processes: in make test, not make test-fast
-@pytest.mark.parametrize(
-    ("flags", "missing"),
-    [
-        (["--time-column", "t", "--target", "nope"], "['nope']"),
-        (["--time-column", "time", "--target", "y"], "['time']"),
-        (["--time-column", "t", "--target", "y", "--features", "x,z"], "['z']"),
-    ],
-)
-def test_train_names_a_misspelled_column_before_the_heavy_imports(tmp_path, series_csv, flags, missing):
-    assert_early_error(
-        tmp_path, f"series.csv: column(s) {missing} not found", "train", "--data", series_csv, *flags
-    )
-
-
-@pytest.mark.slow  # starts the CLI as processes: in make test, not make test-fast
-def test_backtest_names_a_misspelled_column_of_its_config_before_the_heavy_imports(tmp_path, series_csv):
+@pytest.mark.slow  # starts the CLI as a process: in make test, not make test-fast
+def test_a_misspelled_column_is_named_before_the_heavy_imports(tmp_path, series_csv):
+    """`train` (its flags), `backtest` (its config), `evaluate` and `predict` (their flags)."""
     (tmp_path / "bad.yaml").write_text(
         f"data: {{path: {series_csv}, time_column: t, target: y, covariates: [xx]}}\n"
     )
-    assert_early_error(tmp_path, "column(s) ['xx'] not found", "backtest", "--config", "bad.yaml")
+    train = ["train", "--data", series_csv]
+    model = ["--model-uri", "models:/m/1", "--data", series_csv, "--time-column", "t", "--target", "yy"]
+    assert_early_errors(
+        tmp_path,
+        ("series.csv: column(s) ['nope'] not found", [*train, "--time-column", "t", "--target", "nope"]),
+        ("series.csv: column(s) ['time'] not found", [*train, "--time-column", "time", "--target", "y"]),
+        (
+            "series.csv: column(s) ['z'] not found",
+            [*train, "--time-column", "t", "--target", "y", "--features", "x,z"],
+        ),
+        ("column(s) ['xx'] not found", ["backtest", "--config", "bad.yaml"]),
+        *[
+            ("series.csv: column(s) ['yy'] not found", [command, *model])
+            for command in ("evaluate", "predict")
+        ],
+    )
 
 
-@pytest.mark.slow  # starts the CLI as processes: in make test, not make test-fast
-@pytest.mark.parametrize("command", ["evaluate", "predict"])
-def test_a_malformed_model_uri_is_refused_before_the_heavy_imports(tmp_path, series_csv, command):
-    data = ["--data", series_csv]
-    for uri, fragment in [
-        ("models:/demo-forecaster", "not a model URI"),
-        ("model:/demo-forecaster/1", "unknown scheme 'model:'"),
-        ("runs:/0123abcd", "runs:/RUN_ID/PATH"),
-        ("no-such-model-dir", "no such directory"),
-    ]:
-        assert_early_error(tmp_path, fragment, command, "--model-uri", uri, *data)
-
-
-@pytest.mark.slow  # starts the CLI as processes: in make test, not make test-fast
-@pytest.mark.parametrize("command", ["evaluate", "predict"])
-def test_a_misspelled_column_of_a_model_command_is_named_before_the_heavy_imports(
-    tmp_path, series_csv, command
-):
-    args = ["--model-uri", "models:/m/1", "--data", series_csv, "--time-column", "t", "--target", "yy"]
-    assert_early_error(tmp_path, "series.csv: column(s) ['yy'] not found", command, *args)
+@pytest.mark.slow  # starts the CLI as a process: in make test, not make test-fast
+def test_a_malformed_model_uri_is_refused_before_the_heavy_imports(tmp_path, series_csv):
+    assert_early_errors(
+        tmp_path,
+        *[
+            (fragment, [command, "--model-uri", uri, "--data", series_csv])
+            for command in ("evaluate", "predict")
+            for uri, fragment in [
+                ("models:/demo-forecaster", "not a model URI"),
+                ("model:/demo-forecaster/1", "unknown scheme 'model:'"),
+                ("runs:/0123abcd", "runs:/RUN_ID/PATH"),
+                ("no-such-model-dir", "no such directory"),
+            ]
+        ],
+    )
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,8 @@ from pipelines.interrupts import (
     sigint_received,
     watching_sigint,
 )
-from tests.conftest import REPO, TINY
+from tests.conftest import REPO, TINY, empty_tracking_store
+from tests.pipelines.helpers import forecast
 
 # eight epochs of a second or two each: time to see epoch 2 end and press Ctrl-C before the end
 EIGHT_EPOCHS = [
@@ -101,8 +102,11 @@ def ctrl_c_after(tmp_path, marker: str, *args: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow  # trains a real model on a pseudo-terminal: in make test, not make test-fast
-def test_ctrl_c_names_the_run_and_the_command_that_resumes_it(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_ctrl_c_names_the_run_and_the_command_that_resumes_it(tmp_path, monkeypatch):
+    """The Ctrl-C in a process of its own, on a terminal; the printed command then runs in this
+    one (what it says and does is the point, not its process: that would cost seconds of
+    imports)."""
+    uri = empty_tracking_store(tmp_path / "mlflow.db")
     settings = [arg for item in EIGHT_EPOCHS for arg in ("--set", item)]
     # epoch 2's line: its end (the checkpoint of epoch 1 is logged; epoch 2's as epoch 3 starts)
     code, shown = ctrl_c_after(tmp_path, "epoch 2/8  train_loss", "train", *settings, "--tracking-uri", uri)
@@ -120,16 +124,9 @@ def test_ctrl_c_names_the_run_and_the_command_that_resumes_it(tmp_path):
     done = int(stopped.data.tags["checkpoint.epochs"])
     assert 1 <= done < 8
 
-    resumed = subprocess.run(
-        forecast_command(*shlex.split(command[1])[1:]),  # the printed command, as `forecast` runs it
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    resumed = forecast(*shlex.split(command[1])[1:])  # the printed command, as `forecast` runs it
+    assert resumed.exit_code == 0, resumed.output[-3000:]
     assert f"resuming run {run_id} ({stopped.info.run_name}) from epoch {done} of 8" in resumed.stderr
     assert f"run {run_id}  model" in resumed.stdout
     finished = client.get_run(run_id)

@@ -1,7 +1,10 @@
 """What a user sees in the MLflow UI (a real `mlflow server`, headless Chromium through Selenium and the
 system chromedriver): from the experiment's link, two clicks reach the run that carries the model's and
 the naive baseline's test MAE, and its forecast plot and attention heat map open; the URL `forecast
-compare` prints opens every model run's figures side by side on its first page, without a click."""
+compare` prints opens every model run's figures side by side on its first page, without a click.
+
+The runs, the server and the browser are the module's (one of each); each test starts from a
+browser with nothing stored for the server's origin, as one that never chose a view."""
 
 from __future__ import annotations
 
@@ -15,11 +18,11 @@ import mlflow
 import pytest
 
 from pipelines.compare import registered_as
-from tests.conftest import FAMILIES
+from tests.conftest import FAMILIES, empty_tracking_store
 from tests.pipelines.helpers import forecast, train_json
 from tests.servers import mlflow_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mlflow-ui")]
+pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -96,8 +99,9 @@ def shown_image(driver, name: str, before: str = "", timeout: float = 60.0) -> s
 
 @dataclass
 class Store:
-    """Two tiny models' runs (an LSTM, and a seq2seq + attention registered as `ui-compare`), the
-    URL `forecast compare` printed for them, and a `mlflow server` showing the store."""
+    """Two tiny models' runs (an LSTM, and a seq2seq + attention with its plots, registered as
+    `ui-compare`), the URL `forecast compare` printed for them, and a `mlflow server` showing the
+    store."""
 
     tracking_uri: str
     lstm: dict
@@ -111,10 +115,11 @@ def store(tmp_path_factory) -> Iterator[Store]:
     if CHROMIUM is None or CHROMEDRIVER is None:  # no training for a test that cannot run
         browser()
     root = tmp_path_factory.mktemp("ui-store")
-    tracking_uri = f"sqlite:///{root / 'mlflow.db'}"
+    tracking_uri = empty_tracking_store(root / "mlflow.db")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
-        lstm = train_json(tracking_uri, *FAMILIES["lstm"], "tracking.plots=true")
+        # plots for the run whose plots the UI opens; the LSTM's would show nowhere here (1 s)
+        lstm = train_json(tracking_uri, *FAMILIES["lstm"])
         attention = train_json(
             tracking_uri, *FAMILIES["seq2seq-attention"], "tracking.plots=true", register="ui-compare"
         )
@@ -124,34 +129,51 @@ def store(tmp_path_factory) -> Iterator[Store]:
             yield Store(tracking_uri, lstm, attention, listed.stdout, url)
 
 
-def test_comparison_is_two_clicks_from_the_experiment(store):
+@pytest.fixture(scope="module")
+def chromium() -> Iterator:
+    """One headless Chromium for the module's tests (each start cost a second of CPU)."""
     driver = browser()
-    tracking_uri, lstm, attention, url = store.tracking_uri, store.lstm, store.attention, store.url
     try:
-        client = mlflow.MlflowClient(tracking_uri)
-        experiment = client.get_experiment_by_name("forecasting")
-        assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
-        run = client.get_run(attention["run_id"])
-        model = client.get_logged_model(attention["model_uri"].removeprefix("models:/"))
-        assert {"test_mae", "naive_test_mae", "selection_mae"} <= {m.key for m in model.metrics}
-        test_mae = attention["metrics"]["model"]["mae"]
-        naive_mae = attention["metrics"]["naive"]["mae"]
-        assert run.data.metrics["naive_test_mae"] == pytest.approx(naive_mae)
-        # The link on MLflow's experiment list, opened in a browser that never chose a view.
-        driver.get(f"{url}/#/experiments/{experiment.experiment_id}")
-        click(driver, "//*[normalize-space(text())='Model training']")  # 1
-        visible_text(driver, client.get_run(lstm["run_id"]).info.run_name, run.info.run_name)
-        click(driver, f"//a[normalize-space(.)='{run.info.run_name}']")  # 2
-        shown = visible_text(driver, "Description", f"test MAE {test_mae:.4f} vs naive {naive_mae:.4f}")
-        assert f"selection MAE {attention['selection_metrics']['model']['mae']:.4f}" in shown
-        # the metrics table on the same page, numbers as the UI formats them
-        assert "naive_test_mae" in shown and "test_mae" in shown
-        click(driver, "//*[normalize-space(text())='Artifacts']")
-        click(driver, "//*[normalize-space(text())='plots']")
-        forecast_plot = shown_image(driver, "forecast_vs_actual.png")
-        shown_image(driver, "attention.png", before=forecast_plot)
+        yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def driver(chromium, store):
+    """The module's browser with nothing of the server's origin left from an earlier test (no
+    local or session storage, cookies, IndexedDB or cache): what MLflow's UI remembers of a view
+    chosen there lives in them."""
+    chromium.get("about:blank")
+    chromium.execute_cdp_cmd("Storage.clearDataForOrigin", {"origin": store.url, "storageTypes": "all"})
+    chromium.delete_all_cookies()
+    return chromium
+
+
+def test_comparison_is_two_clicks_from_the_experiment(store, driver):
+    tracking_uri, lstm, attention, url = store.tracking_uri, store.lstm, store.attention, store.url
+    client = mlflow.MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name("forecasting")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    run = client.get_run(attention["run_id"])
+    model = client.get_logged_model(attention["model_uri"].removeprefix("models:/"))
+    assert {"test_mae", "naive_test_mae", "selection_mae"} <= {m.key for m in model.metrics}
+    test_mae = attention["metrics"]["model"]["mae"]
+    naive_mae = attention["metrics"]["naive"]["mae"]
+    assert run.data.metrics["naive_test_mae"] == pytest.approx(naive_mae)
+    # The link on MLflow's experiment list, opened in a browser that never chose a view.
+    driver.get(f"{url}/#/experiments/{experiment.experiment_id}")
+    click(driver, "//*[normalize-space(text())='Model training']")  # 1
+    visible_text(driver, client.get_run(lstm["run_id"]).info.run_name, run.info.run_name)
+    click(driver, f"//a[normalize-space(.)='{run.info.run_name}']")  # 2
+    shown = visible_text(driver, "Description", f"test MAE {test_mae:.4f} vs naive {naive_mae:.4f}")
+    assert f"selection MAE {attention['selection_metrics']['model']['mae']:.4f}" in shown
+    # the metrics table on the same page, numbers as the UI formats them
+    assert "naive_test_mae" in shown and "test_mae" in shown
+    click(driver, "//*[normalize-space(text())='Artifacts']")
+    click(driver, "//*[normalize-space(text())='plots']")
+    forecast_plot = shown_image(driver, "forecast_vs_actual.png")
+    shown_image(driver, "attention.png", before=forecast_plot)
 
 
 def as_the_table_shows(value: float) -> str:
@@ -160,64 +182,58 @@ def as_the_table_shows(value: float) -> str:
     return repr(value).removesuffix(".0")
 
 
-def test_compare_prints_one_page_with_every_models_figures(store):
-    driver = browser()
+def test_compare_prints_one_page_with_every_models_figures(store, driver):
     from selenium.webdriver.support.ui import WebDriverWait
 
     tracking_uri, url = store.tracking_uri, store.url
-    try:
-        trained = [store.lstm, store.attention]
-        client = mlflow.MlflowClient(tracking_uri)
-        runs = sorted(
-            (client.get_run(t["run_id"]) for t in trained), key=lambda r: r.data.metrics["selection_mae"]
+    trained = [store.lstm, store.attention]
+    client = mlflow.MlflowClient(tracking_uri)
+    runs = sorted(
+        (client.get_run(t["run_id"]) for t in trained), key=lambda r: r.data.metrics["selection_mae"]
+    )
+    registered = client.get_run(trained[1]["run_id"])
+    if "registered" not in registered.data.tags:
+        # pipelines/registry.py keeps this tag on the run where aliases move (a parallel change);
+        # until it lands, what it would say
+        mlflow.set_tracking_uri(tracking_uri)
+        client.set_tag(registered.info.run_id, "registered", registered_as(registered.info.run_id, {}))
+    label = client.get_run(registered.info.run_id).data.tags["registered"]
+    printed = re.search(r"http://127\.0\.0\.1:5000/(#/\S+)", store.compare_output)
+    assert printed, store.compare_output
+    driver.get(f"{url}/{printed.group(1)}")  # a browser that never chose a view
+    expected = [
+        figure
+        for run in runs
+        for figure in (
+            run.info.run_name,
+            run.data.tags["model.family"],
+            as_the_table_shows(run.data.metrics["test_mae"]),
+            as_the_table_shows(run.data.metrics["naive_test_mae"]),
         )
-        registered = client.get_run(trained[1]["run_id"])
-        if "registered" not in registered.data.tags:
-            # pipelines/registry.py keeps this tag on the run where aliases move (a parallel change);
-            # until it lands, what it would say
-            mlflow.set_tracking_uri(tracking_uri)
-            client.set_tag(registered.info.run_id, "registered", registered_as(registered.info.run_id, {}))
-        label = client.get_run(registered.info.run_id).data.tags["registered"]
-        printed = re.search(r"http://127\.0\.0\.1:5000/(#/\S+)", store.compare_output)
-        assert printed, store.compare_output
-        driver.get(f"{url}/{printed.group(1)}")  # a browser that never chose a view
-        expected = [
-            figure
-            for run in runs
-            for figure in (
-                run.info.run_name,
-                run.data.tags["model.family"],
-                as_the_table_shows(run.data.metrics["test_mae"]),
-                as_the_table_shows(run.data.metrics["naive_test_mae"]),
-            )
-        ]
-        shown = visible_text(driver, "selection_mae", "test_mae", "naive_test_mae", *expected)
-        driver.save_screenshot("/tmp/shared_view_table.png")
-        assert "Training runs" not in shown and "Sort: selection_mae" in shown  # not the GenAI side
-        # best selection MAE first; the baselines' nested runs are no rows
-        assert shown.index(runs[0].info.run_name) < shown.index(runs[1].info.run_name)
-        assert "2 matching runs" in shown
-        for baseline in ("naive", "seasonal_naive"):
-            assert not driver.find_elements("xpath", f"//a[normalize-space(.)='{baseline}']")
-        # the registered version is the table's last column: scrolled to, never clicked
-        driver.execute_script(
-            "for (const v of document.querySelectorAll('.ag-center-cols-viewport, .ag-body-horizontal-scroll-viewport'))"
-            " v.scrollLeft = v.scrollWidth;"
+    ]
+    shown = visible_text(driver, "selection_mae", "test_mae", "naive_test_mae", *expected)
+    driver.save_screenshot("/tmp/shared_view_table.png")
+    assert "Training runs" not in shown and "Sort: selection_mae" in shown  # not the GenAI side
+    # best selection MAE first; the baselines' nested runs are no rows
+    assert shown.index(runs[0].info.run_name) < shown.index(runs[1].info.run_name)
+    assert "2 matching runs" in shown
+    for baseline in ("naive", "seasonal_naive"):
+        assert not driver.find_elements("xpath", f"//a[normalize-space(.)='{baseline}']")
+    # the registered version is the table's last column: scrolled to, never clicked
+    driver.execute_script(
+        "for (const v of document.querySelectorAll('.ag-center-cols-viewport, .ag-body-horizontal-scroll-viewport'))"
+        " v.scrollLeft = v.scrollWidth;"
+    )
+    visible_text(driver, label)
+    driver.get(f"{url}/{printed.group(1)}&compareRunsMode=CHART")
+    names = [run.info.run_name for run in runs]
+    charts = visible_text(driver, "Model comparison", "selection_mae", "test_mae", "naive_test_mae", *names)
+    # the first row of bar charts drawn (selection, test, naive MAE): a bar per run in each
+    WebDriverWait(driver, 60).until(
+        lambda d: (
+            d.execute_script("return document.querySelectorAll('.js-plotly-plot g.point').length")
+            >= 3 * len(runs)
         )
-        visible_text(driver, label)
-        driver.get(f"{url}/{printed.group(1)}&compareRunsMode=CHART")
-        names = [run.info.run_name for run in runs]
-        charts = visible_text(
-            driver, "Model comparison", "selection_mae", "test_mae", "naive_test_mae", *names
-        )
-        # the first row of bar charts drawn (selection, test, naive MAE): a bar per run in each
-        WebDriverWait(driver, 60).until(
-            lambda d: (
-                d.execute_script("return document.querySelectorAll('.js-plotly-plot g.point').length")
-                >= 3 * len(runs)
-            )
-        )
-        driver.save_screenshot("/tmp/shared_view_charts.png")
-        assert charts.index("Model comparison") < charts.index("Model metrics")
-    finally:
-        driver.quit()
+    )
+    driver.save_screenshot("/tmp/shared_view_charts.png")
+    assert charts.index("Model comparison") < charts.index("Model metrics")

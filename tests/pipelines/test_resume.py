@@ -11,76 +11,116 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import mlflow
 import pytest
 import torch
 
 from pipelines.stale import HOST_TAG, PID_TAG
-from tests.conftest import REPO, TINY
-from tests.pipelines.helpers import forecast, tiny_settings, train_json
+from tests.conftest import REPO, TINY, empty_tracking_store
+from tests.pipelines.helpers import forecast, tiny_settings
 
-# six epochs of a couple of seconds each: time to see epoch 2's checkpoint and kill before the end
-SLOW_EPOCHS = [
-    *(s for s in TINY if not s.startswith(("train.epochs", "train.limit_train_batches", "train.batch_size"))),
-    "train.epochs=6",
+# Killed after epoch 2 of 4, the run has epochs to resume. The kill needs no slow epochs to land
+# before the end: the process freezes itself at that checkpoint (STOPPING_CLI), whatever the load.
+EPOCHS = 4
+CRASH_SETTINGS = [
+    *(s for s in TINY if not s.startswith("train.epochs")),
+    f"train.epochs={EPOCHS}",
     "train.patience=10",
-    "train.batch_size=32",
-    "model.hidden_size=16",
 ]
 
+# `forecast ARGS...` that freezes itself (SIGSTOP) once it has retagged last.ckpt to the epoch in
+# $STOP_AT_EPOCH, before it deletes the last.ckpt that one replaces: the worst moment for a kill
+# (a superseded file left behind), and a moment to hold a run while another process asks for it.
+# Run as a script, so that DDP's launcher starts rank 1 with the same command line.
+STOPPING_CLI = """
+import os
+import signal
 
-def cli(tmp_path, *args: str) -> list[str]:
+import pipelines.resume as resume
+from pipelines.cli import main
+
+superseded = resume.superseded_checkpoints
+stop_at = f"{resume.CHECKPOINTS}/epoch-{int(os.environ['STOP_AT_EPOCH']):04d}/{resume.LAST}"
+
+
+def superseded_then_stop(client, run_id, name, keep):
+    if keep == stop_at:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return superseded(client, run_id, name, keep)
+
+
+resume.superseded_checkpoints = superseded_then_stop
+main()
+"""
+
+
+def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "pipelines.cli", "train", *args]
 
 
-def run_cli(tmp_path, *args: str, env: dict[str, str] | None = None) -> dict:
+def run_cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    """`forecast train ARGS` as a process of its own (DDP's ranks need one); its JSON outcome."""
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    result = subprocess.run(
-        cli(tmp_path, *args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-    )
+    result = subprocess.run(cli(*args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def settings(*extra: str) -> list[str]:
-    return [arg for item in [*SLOW_EPOCHS, *extra] for arg in ("--set", item)]
+    return [arg for item in [*CRASH_SETTINGS, *extra] for arg in ("--set", item)]
+
+
+def stopping_at_checkpoint(
+    tmp_path: Path, epoch: int, name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """Start `forecast train ARGS` in a process group of its own (STOPPING_CLI), its stdout and
+    stderr in ``name``.out and ``name``.err, and return once it froze itself at ``epoch``'s
+    checkpoint: waiting on the process's state, not on a clock."""
+    script = tmp_path / "stopping_cli.py"
+    script.write_text(STOPPING_CLI)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "STOP_AT_EPOCH": str(epoch), **(env or {})}
+    with open(tmp_path / f"{name}.out", "w") as out, open(tmp_path / f"{name}.err", "w") as err:
+        process = subprocess.Popen(
+            [sys.executable, str(script), "train", *args],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 600
+    try:
+        while True:
+            pid, status = os.waitpid(process.pid, os.WUNTRACED | os.WNOHANG)
+            if pid and os.WIFSTOPPED(status):
+                return process
+            stderr = (tmp_path / f"{name}.err").read_text()[-3000:]
+            assert not pid, f"training ended before its epoch {epoch} checkpoint: {stderr}"
+            assert time.monotonic() < deadline, f"no epoch {epoch} checkpoint in time: {stderr}"
+            time.sleep(0.05)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        raise
 
 
 def kill_after_checkpoint(
-    tmp_path, uri: str, epochs_done: int, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path, uri: str, epochs_done: int, *args: str, env: dict[str, str] | None = None
 ) -> str:
-    """Start `forecast train`, SIGKILL its whole process group (every DDP rank, as a lost machine
-    would) once the run logged the checkpoint of ``epochs_done``."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    process = subprocess.Popen(
-        cli(tmp_path, *args),
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    """Start `forecast train` (into the experiment "crash"), SIGKILL its whole process group
+    (every DDP rank, as a lost machine would) at the checkpoint of ``epochs_done``, just after the
+    run's tag names it and before the file it replaces is deleted; the id of the run it left."""
+    process = stopping_at_checkpoint(tmp_path, epochs_done, "killed", *args, env=env)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
     client = mlflow.MlflowClient(uri)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline:
-            assert process.poll() is None, "training ended before it could be killed"
-            experiment = client.get_experiment_by_name("crash")
-            runs = client.search_runs([experiment.experiment_id]) if experiment else []
-            if runs and int(runs[0].data.tags.get("checkpoint.epochs", 0)) >= epochs_done:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                return runs[0].info.run_id
-            time.sleep(0.05)
-        raise AssertionError("no checkpoint logged in time")
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    (run,) = client.search_runs([client.get_experiment_by_name("crash").experiment_id])
+    return run.info.run_id
 
 
-def best_weights(client: mlflow.MlflowClient, run_id: str, tmp_path) -> dict[str, torch.Tensor]:
+def best_weights(client: mlflow.MlflowClient, run_id: str, tmp_path: Path) -> dict[str, torch.Tensor]:
     best = client.get_run(run_id).data.tags["checkpoint.best"]
     path = client.download_artifacts(run_id, best, str(tmp_path / run_id))
     return torch.load(path, weights_only=True)["state_dict"]
@@ -95,34 +135,54 @@ def checkpoint_files(client: mlflow.MlflowClient, run_id: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+    """A run SIGKILLed after a checkpoint resumes to the run never interrupted. Two `--resume` of
+    it: the first takes the run's lock and trains; the second, asked while the first holds it
+    (frozen, so no timing decides), is refused naming it, and the first trains each epoch once."""
+    monkeypatch.chdir(tmp_path)  # the in-process reference run's artifacts land beside the others
+    uri = empty_tracking_store(tmp_path / "mlflow.db")
     common = ["--experiment", "crash", "--tracking-uri", uri, "--json"]
     run_id = kill_after_checkpoint(tmp_path, uri, 2, *settings(), "--register", "crashy", *common)
     client = mlflow.MlflowClient(uri)
     killed = client.get_run(run_id)
-    assert killed.info.status == "RUNNING" and int(killed.data.tags["checkpoint.epochs"]) < 6
-    # the files the tags name are there; the kill may land between retagging a new file and
-    # deleting the one it replaces, so an older one may be left too, until the resumed run's next
+    assert killed.info.status == "RUNNING" and killed.data.tags["checkpoint.epochs"] == "2"
+    # the files the tags name are there; killed between retagging epoch 2's last.ckpt and deleting
+    # epoch 1's, that one is left too, until the resumed run's next checkpoint (checked below)
     pointed = {killed.data.tags["checkpoint.last"], killed.data.tags["checkpoint.best"]}
     left = checkpoint_files(client, run_id)
-    assert pointed <= left and {f.rpartition("/")[2] for f in left} <= {"last.ckpt", "best.ckpt"}
+    assert pointed < left and {f.rpartition("/")[2] for f in left} <= {"last.ckpt", "best.ckpt"}
 
-    resumed = run_cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--json")
-    fresh = run_cli(tmp_path, *settings(), "--experiment", "fresh", "--tracking-uri", uri, "--json")
+    first = stopping_at_checkpoint(tmp_path, 3, "resume", "--resume", run_id, "--tracking-uri", uri, "--json")
+    try:
+        assert client.get_run(run_id).data.tags[PID_TAG] == str(first.pid)  # it holds the run
+        second = forecast("train", "--resume", run_id, "--tracking-uri", uri, "--quiet")
+    finally:
+        first.send_signal(signal.SIGCONT)
+    assert second.exit_code != 0
+    refusal = second.stdout + second.stderr
+    assert f"another process is training this run: pid {first.pid} on " in refusal, refusal
+    assert "since 20" in refusal and "Traceback" not in refusal, refusal
+    assert first.wait(timeout=600) == 0, (tmp_path / "resume.err").read_text()[-3000:]
+    resumed = json.loads((tmp_path / "resume.out").read_text().strip().splitlines()[-1])
+    # the uninterrupted reference, in this process: the same model as the CLI's own process makes
+    trained = forecast("train", *settings(), "--experiment", "fresh", "--tracking-uri", uri, "--json")
+    assert trained.exit_code == 0, trained.output
+    fresh = json.loads(trained.stdout.strip().splitlines()[-1])
 
     assert resumed["run_id"] == run_id
     runs = client.search_runs([client.get_experiment_by_name("crash").experiment_id], "tags.role = 'model'")
     assert [(r.info.run_id, r.info.status) for r in runs] == [(run_id, "FINISHED")]
-    for name in ("val_loss", "train_loss"):
+    for name in ("val_loss", "train_loss"):  # trained once after the kill: no epoch logged twice
         steps = [m.step for m in client.get_metric_history(run_id, name)]
-        assert sorted(steps) == list(range(6)), (name, steps)
+        assert sorted(steps) == list(range(EPOCHS)), (name, steps)
     lr_steps = [m.step for m in client.get_metric_history(run_id, "lr-AdamW")]  # by global step
-    assert len(lr_steps) == len(set(lr_steps)) == 6
+    assert len(lr_steps) == len(set(lr_steps)) == EPOCHS
     history = {m.step: m.value for m in client.get_metric_history(run_id, "val_loss")}
     reference = {m.step: m.value for m in client.get_metric_history(fresh["run_id"], "val_loss")}
     assert history == reference
-    print(f"killed after epoch {killed.data.tags['checkpoint.epochs']} of 6, resumed; val_loss by epoch:")
+    print(
+        f"killed after epoch {killed.data.tags['checkpoint.epochs']} of {EPOCHS}, resumed; val_loss by epoch:"
+    )
     for step in sorted(history):
         print(f"  epoch {step + 1}: resumed run {history[step]:.6f}  uninterrupted {reference[step]:.6f}")
     assert resumed["metrics"] == fresh["metrics"]
@@ -134,16 +194,6 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert checkpoint_files(client, run_id) == {tags["checkpoint.last"], tags["checkpoint.best"]}
 
 
-@pytest.mark.slow  # trains real models: in make test, not make test-fast
-def test_a_finished_run_cannot_be_resumed(tracking_uri):
-    run_id = train_json(tracking_uri)["run_id"]
-    client = mlflow.MlflowClient(tracking_uri)
-    files = checkpoint_files(client, run_id)
-    assert {f.rpartition("/")[2] for f in files} == {"last.ckpt", "best.ckpt"} and len(files) == 2
-    result = forecast("train", "--resume", run_id, "--tracking-uri", tracking_uri)
-    assert result.exit_code == 2 and "the run finished" in result.stderr
-
-
 def test_resume_takes_no_other_settings(tracking_uri):
     result = forecast(
         "train", "--resume", "abc", "--epochs", "3", *tiny_settings(), "--tracking-uri", tracking_uri
@@ -152,15 +202,6 @@ def test_resume_takes_no_other_settings(tracking_uri):
     assert "--resume continues the run with the config it was started with; drop --epochs, --overrides" in (
         result.stderr
     )
-
-
-@pytest.mark.slow  # trains real models: in make test, not make test-fast
-def test_only_a_model_run_can_be_resumed(tracking_uri):
-    run_id = train_json(tracking_uri)["run_id"]
-    client = mlflow.MlflowClient(tracking_uri)
-    baseline = client.search_runs([client.get_run(run_id).info.experiment_id], "tags.role = 'baseline'")[0]
-    result = forecast("train", "--resume", baseline.info.run_id, "--tracking-uri", tracking_uri)
-    assert result.exit_code == 2 and "only a model run can be resumed" in result.stderr
 
 
 def dead_pid() -> int:
@@ -198,28 +239,40 @@ def test_stale_runs_are_listed_and_marked_killed(tracking_uri):
     assert "no stale runs" in forecast("runs", "--stale", "--tracking-uri", tracking_uri).stdout
 
 
-@pytest.mark.slow  # trains real models: in make test, not make test-fast
-def test_train_names_a_stale_run_to_resume(tracking_uri):
+@pytest.mark.slow  # trains a real model: in make test, not make test-fast
+def test_train_names_a_stale_run_and_only_a_killed_model_run_resumes(tracking_uri):
+    """One tiny training for each case a trained run is needed for: `forecast train` names a stale
+    run to resume; its own run, finished, keeps only its newest checkpoints and cannot be resumed,
+    nor can its baseline (not a model run); killed between registering and finishing, the resumed
+    run keeps its one version."""
     stale = left_running(tracking_uri)
-    result = forecast("train", *tiny_settings(), "--tracking-uri", tracking_uri)
-    assert result.exit_code == 0, result.output
-    warnings = [line for line in result.stderr.splitlines() if stale in line]
+    trained = forecast(
+        "train", *tiny_settings(), "--register", "once", "--tracking-uri", tracking_uri, "--json"
+    )
+    assert trained.exit_code == 0, trained.output
+    warnings = [line for line in trained.stderr.splitlines() if stale in line]
     assert len(warnings) == 1 and f"forecast train --resume {stale}" in warnings[0]
-
-
-@pytest.mark.slow  # trains real models: in make test, not make test-fast
-def test_a_run_killed_after_it_registered_registers_nothing_more_on_resume(tracking_uri):
-    """Killed between registering and finishing: the resumed run keeps its one version."""
-    first = train_json(tracking_uri, register="once")
+    first = json.loads(trained.stdout.strip().splitlines()[-1])
+    run_id = first["run_id"]
     client = mlflow.MlflowClient(tracking_uri)
-    client.update_run(first["run_id"], status="RUNNING")  # as the kill would have left it
-    client.set_tag(first["run_id"], PID_TAG, str(dead_pid()))
-    result = forecast("train", "--resume", first["run_id"], "--tracking-uri", tracking_uri, "--json")
+
+    files = checkpoint_files(client, run_id)
+    assert {f.rpartition("/")[2] for f in files} == {"last.ckpt", "best.ckpt"} and len(files) == 2
+    result = forecast("train", "--resume", run_id, "--tracking-uri", tracking_uri)
+    assert result.exit_code == 2 and "the run finished" in result.stderr
+
+    baseline = client.search_runs([client.get_run(run_id).info.experiment_id], "tags.role = 'baseline'")[0]
+    result = forecast("train", "--resume", baseline.info.run_id, "--tracking-uri", tracking_uri)
+    assert result.exit_code == 2 and "only a model run can be resumed" in result.stderr
+
+    client.update_run(run_id, status="RUNNING")  # as a kill after registering would have left it
+    client.set_tag(run_id, PID_TAG, str(dead_pid()))
+    result = forecast("train", "--resume", run_id, "--tracking-uri", tracking_uri, "--json")
     assert result.exit_code == 0, result.output
     resumed = json.loads(result.stdout.strip().splitlines()[-1])
     assert resumed["registered_version"] == first["registered_version"] == "1"
     assert [str(v.version) for v in client.search_model_versions("name = 'once'")] == ["1"]
-    assert client.get_run(first["run_id"]).info.status == "FINISHED"
+    assert client.get_run(run_id).info.status == "FINISHED"
 
 
 def test_a_reused_pid_does_not_keep_a_dead_run_alive(tracking_uri):
@@ -234,39 +287,3 @@ def test_a_reused_pid_does_not_keep_a_dead_run_alive(tracking_uri):
     assert run_id in listed.stdout and "now belongs to another process" in listed.stdout
     client.set_tag(run_id, PID_START_TAG, process_start(os.getpid()))  # the very process: alive
     assert run_id not in forecast("runs", "--stale", "--tracking-uri", tracking_uri).stdout
-
-
-@pytest.mark.slow
-def test_a_second_resume_of_a_run_being_resumed_is_refused_by_name(tmp_path):
-    """Two `--resume` of one run: the first takes the run's lock and trains; the second, started
-    while the first holds it (frozen with SIGSTOP, so no timing decides), is refused naming it."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    run_id = kill_after_checkpoint(
-        tmp_path, uri, 1, *settings(), "--experiment", "crash", "--tracking-uri", uri
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    resume = cli(tmp_path, "--resume", run_id, "--tracking-uri", uri, "--quiet")
-    first = subprocess.Popen(
-        resume, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    client = mlflow.MlflowClient(uri)
-    try:
-        deadline = time.monotonic() + 300
-        while client.get_run(run_id).data.tags.get(PID_TAG) != str(first.pid):  # it holds the run
-            assert first.poll() is None and time.monotonic() < deadline, "the first resume ended early"
-            time.sleep(0.05)
-        first.send_signal(signal.SIGSTOP)
-        second = subprocess.run(resume, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        first.send_signal(signal.SIGCONT)
-    except BaseException:
-        first.kill()
-        raise
-    assert second.returncode != 0
-    refusal = second.stdout + second.stderr
-    assert f"another process is training this run: pid {first.pid} on " in refusal, refusal
-    assert "since 20" in refusal and "Traceback" not in refusal, refusal
-    output = first.communicate(timeout=600)[0]
-    assert first.returncode == 0, output
-    assert client.get_run(run_id).info.status == "FINISHED"
-    steps = [m.step for m in client.get_metric_history(run_id, "val_loss")]
-    assert sorted(steps) == list(range(6))  # trained once: no epoch logged twice

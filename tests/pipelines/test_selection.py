@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -24,7 +26,8 @@ from forecaster.evaluation import evaluate
 from pipelines.compare import compare_runs
 from pipelines.config import load_run_config
 from pipelines.locks import LockHeld
-from pipelines.registry import load_predictor, promote
+from pipelines.registry import load_predictor, promote, register_run
+from tests.conftest import empty_tracking_store
 from tests.pipelines.helpers import forecast, train_json
 
 pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
@@ -51,7 +54,7 @@ def csv_with_changed_test_rows(tmp_path) -> str:
 def everything_decided(tracking_uri: str, data: tuple[str, ...]) -> dict:
     """Train a good and a bad model into ``tracking_uri`` (registered as "pick", the demo's way)
     and collect every decision: epochs, checkpoint weights, conformal widths, who holds
-    @champion, compare's order."""
+    @champion, compare's order (and the two runs, for the tests that reuse them)."""
     mlflow.set_tracking_uri(tracking_uri)
     good = train_json(tracking_uri, *GOOD, *data, register="pick")
     bad = train_json(tracking_uri, *BAD, *data, register="pick")
@@ -71,15 +74,48 @@ def everything_decided(tracking_uri: str, data: tuple[str, ...]) -> dict:
         "weights": {k: v.clone() for k, v in predictor.network.state_dict().items()},
         "conformal": {level: width.copy() for level, width in predictor.conformal.items()},
         "order": [order.index(good["run_id"][:8]), order.index(bad["run_id"][:8])],
+        "runs": (good, bad),
     }
 
 
-def test_changing_the_test_rows_changes_no_decision(tmp_path, monkeypatch):
+@dataclass(frozen=True)
+class Decided:
+    """The module's one store of a good and a bad model (``everything_decided`` on the original
+    data, taken as they were trained), where the other tests register those runs again instead
+    of training their own: each training costs seconds of CPU."""
+
+    uri: str
+    directory: Path  # the store's working directory: its runs' artifacts are under it
+    decisions: dict
+    good: dict  # `forecast train --json` of each
+    bad: dict
+
+
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory) -> Decided:
+    """Trained once per module: the decisions are taken before any test adds to the store."""
+    directory = tmp_path_factory.mktemp("decided")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(directory)
+        uri = empty_tracking_store(directory / "mlflow.db")
+        decisions = everything_decided(uri, ())
+    return Decided(uri, directory, decisions, *decisions["runs"])
+
+
+@pytest.fixture
+def in_decided(decided, monkeypatch) -> Decided:
+    """The shared store, as the current one, from its own working directory."""
+    monkeypatch.chdir(decided.directory)
+    mlflow.set_tracking_uri(decided.uri)
+    return decided
+
+
+def test_changing_the_test_rows_changes_no_decision(decided, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
-    original = everything_decided(f"sqlite:///{tmp_path / 'a' / 'mlflow.db'}", ())
+    original = decided.decisions
     changed_csv = csv_with_changed_test_rows(tmp_path)
-    changed = everything_decided(f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}", (f"data.path={changed_csv}",))
+    changed_uri = empty_tracking_store(tmp_path / "b" / "mlflow.db")
+    changed = everything_decided(changed_uri, (f"data.path={changed_csv}",))
 
     assert changed["test"][0] != pytest.approx(original["test"][0], rel=0.05)  # the change reached test
     assert changed["selection"] == original["selection"]
@@ -93,11 +129,12 @@ def test_changing_the_test_rows_changes_no_decision(tmp_path, monkeypatch):
         assert torch.equal(changed["weights"][name], tensor), name
 
 
-def test_the_gate_names_the_selection_window_and_its_figures(tracking_uri):
-    good = train_json(tracking_uri, *GOOD, register="duel")
-    bad = train_json(tracking_uri, *BAD, register="duel")
+def test_the_gate_names_the_selection_window_and_its_figures(in_decided):
+    """The bad model (pick v2) was refused as it registered; asked again, the gate says why."""
+    good, bad = in_decided.good, in_decided.bad
+    assert bad["registered_version"] == "2"
     refused = forecast(
-        "promote", "--name", "duel", "--version", bad["registered_version"], "--tracking-uri", tracking_uri
+        "promote", "--name", "pick", "--version", bad["registered_version"], "--tracking-uri", in_decided.uri
     )
     assert refused.exit_code == 1
     line = " ".join(refused.stdout.split())
@@ -106,24 +143,34 @@ def test_the_gate_names_the_selection_window_and_its_figures(tracking_uri):
     assert f"{good['selection_metrics']['model']['mae']:.4f}" in line
 
 
-def test_a_holder_fitted_on_the_selection_window_is_not_compared_there(tracking_uri):
+def test_a_holder_fitted_on_the_selection_window_is_not_compared_there(in_decided):
     # the holder trained on a later split: its validation rows cover the candidate's selection rows
-    train_json(tracking_uri, *GOOD, "split.train=0.8", "split.val=0.1", "split.test=0.1", register="late")
-    candidate = train_json(tracking_uri, *GOOD, "train.seed=3", register="late")
-    assert candidate["promoted"] is False
-    mlflow.set_tracking_uri(tracking_uri)
-    decision = promote("late", candidate["registered_version"])
+    uri = in_decided.uri
+    train_json(uri, *GOOD, "split.train=0.8", "split.val=0.1", "split.test=0.1", register="late")
+    # the candidate: the shared good model, trained on the default split (`forecast register`
+    # promotes as `train --register` does)
+    registered = forecast(
+        "register", "--run-id", in_decided.good["run_id"], "--name", "late", "--tracking-uri", uri
+    )
+    assert registered.exit_code == 0, registered.output
+    assert "registered late v2; @champion kept" in " ".join(registered.stdout.split())
+    mlflow.set_tracking_uri(uri)
+    decision = promote("late", "2")
     assert not decision.promoted
     assert (
         "fitted or early-stopped on data up to" in decision.reason and "selection window" in decision.reason
     )
 
 
-def test_two_promotions_at_once_cannot_let_the_worse_one_win(tracking_uri, monkeypatch):
-    train_json(tracking_uri, *BAD, register="race")  # v1 holds @champion
-    first = train_json(tracking_uri, *GOOD, register="race")  # beats v1 and becomes champion
-    second = train_json(tracking_uri, "train.epochs=2", "train.seed=5", register="race")
-    mlflow.set_tracking_uri(tracking_uri)
+def test_two_promotions_at_once_cannot_let_the_worse_one_win(in_decided, monkeypatch):
+    uri = in_decided.uri
+    mlflow.set_tracking_uri(uri)
+    # the shared runs, registered again (no promotion): the bad one as v1, the good one as v2
+    assert register_run(in_decided.bad["run_id"], "race") == "1"
+    assert register_run(in_decided.good["run_id"], "race") == "2"
+    first = {**in_decided.good, "registered_version": "2"}
+    second = train_json(uri, "train.epochs=2", "train.seed=5", register="race")
+    mlflow.set_tracking_uri(uri)
     client = mlflow.MlflowClient()
     client.set_registered_model_alias("race", "champion", "1")  # both candidates now face v1
     scores = {v["registered_version"]: v["selection_metrics"]["model"]["mae"] for v in (first, second)}

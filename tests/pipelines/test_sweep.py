@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import mlflow
 import optuna
 import pytest
 
 from tests.pipelines.helpers import forecast, tiny_settings
+from tests.pipelines.test_promotion_lock import forked_commands
 from tests.postgres import fresh_databases, why_unavailable
 
 pytestmark = pytest.mark.slow  # trains real models: in make test, not make test-fast
@@ -68,16 +66,15 @@ def test_workers_on_one_study_add_up_their_trials_and_register_the_best_once(pos
     config = tmp_path / "base.yaml"
     config.write_text("data: {dataset: melbourne-temp}\ntracking: {experiment: shared-sweep}\n")
     command = [
-        sys.executable, "-m", "pipelines.cli", "sweep", "--config", str(config), "--trials", "2",
-        *tiny_settings(), "--study", "shared", "--register", "swept", "--tracking-uri", tracking,
+        "sweep", "--config", str(config), "--trials", "2", *tiny_settings(), "--study", "shared",
+        "--register", "swept", "--tracking-uri", tracking,
     ]  # fmt: skip
-    environment = {**os.environ, "OPTUNA_STORAGE": storage}  # as the Kubernetes Job gets it, from a Secret
-    workers = [
-        subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for _ in range(2)
-    ]  # fmt: skip
-    outputs = [worker.communicate(timeout=600)[0] for worker in workers]
-    assert [worker.returncode for worker in workers] == [0, 0], outputs
+    # two processes, forked once the CLI is imported (its imports paid once, not per worker)
+    preload = ["pipelines.sweep", "pipelines.train", "optuna.storages"]
+    environment = {"OPTUNA_STORAGE": storage}  # as the Kubernetes Job gets it, from a Secret
+    workers = forked_commands(tmp_path, [command, command], preload, env=environment)
+    outputs = [output for _, output in workers]
+    assert [code for code, _ in workers] == [0, 0], outputs
 
     study = optuna.load_study(study_name="shared", storage=storage)
     assert sorted(trial.number for trial in study.trials) == [0, 1, 2, 3]  # the trials add up

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -69,44 +68,54 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
 
 
 RELOAD = """
-import json, sys
+import os, sys
 import mlflow, numpy as np
 mlflow.set_tracking_uri(sys.argv[1])
-model = mlflow.pyfunc.load_model("models:/reload@champion")
 windows = np.load(sys.argv[2])
-np.save(sys.argv[3], model.predict(windows))
-bounds = model.predict(windows, params={"intervals": True})
-assert sorted(bounds) == ["0.1", "0.9", "forecast"], sorted(bounds)
-assert (bounds["0.1"] < bounds["forecast"]).all() and (bounds["forecast"] < bounds["0.9"]).all()
+for runtime, out in (("torch", sys.argv[3]), ("onnx", sys.argv[4])):
+    os.environ["INFERENCE_RUNTIME"] = runtime  # read as the pyfunc loads
+    model = mlflow.pyfunc.load_model("models:/reload@champion")
+    assert model.unwrap_python_model().predictor.runtime.name == runtime
+    np.save(out, model.predict(windows))
+    bounds = model.predict(windows, params={"intervals": True})
+    assert sorted(bounds) == ["0.1", "0.9", "forecast"], sorted(bounds)
+    assert (bounds["0.1"] < bounds["forecast"]).all() and (bounds["forecast"] < bounds["0.9"]).all()
 """
 
 
 def test_registered_pyfunc_reloads_in_a_fresh_process_with_identical_forecasts(tracking_uri, tmp_path):
-    settings = [*TINY, *ONNX_AND_PLOTS, "model.architecture=seq2seq", "tracking.registered_model=reload"]
+    """Also `forecast register` of this existing run (an ONNX export's) under another name. No
+    plots: nothing here reads them (the families' test does)."""
+    export = "tracking.onnx_export=true"
+    settings = [*TINY, export, "model.architecture=seq2seq", "tracking.registered_model=reload"]
     config = load_run_config(None, settings)
     outcome = run_training(config, tracking_uri)
     prepared = prepare_series(load_from_config(config.data), config.forecast_config())
     windows = prepared.windows("test").past()[:, :, 0]  # raw, unscaled (N, L)
     np.save(tmp_path / "windows.npy", windows)
-    for runtime in ("torch", "onnx"):  # the network trained, and its export verified at logging
-        subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                RELOAD,
-                tracking_uri,
-                tmp_path / "windows.npy",
-                tmp_path / f"{runtime}.npy",
-            ],
-            check=True,
-            timeout=120,
-            env={**os.environ, "INFERENCE_RUNTIME": runtime},
-        )
+    # one fresh process loads it with each runtime: the network trained, and its export verified
+    # at logging
+    subprocess.run(
+        [sys.executable, "-c", RELOAD, tracking_uri, tmp_path / "windows.npy", tmp_path / "torch.npy",
+         tmp_path / "onnx.npy"],
+        check=True,
+        timeout=120,
+    )  # fmt: skip
     np.testing.assert_array_equal(np.load(tmp_path / "torch.npy"), outcome.test_forecasts)
     scale = prepared.scaler.std[0]  # the export's tolerance (1e-5 on the network's scale) in units
     np.testing.assert_allclose(
         np.load(tmp_path / "onnx.npy"), outcome.test_forecasts, rtol=0, atol=1e-5 * scale
     )
+
+    # `forecast register` registers an existing run
+    result = forecast(
+        "register", "--run-id", outcome.run_id, "--name", "later", "--tracking-uri", tracking_uri,
+        "--allow-worse-than-naive",  # a tiny model: worse than naive
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    version = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("later", "champion")
+    assert version.run_id == outcome.run_id
+    assert version.tags["runtimes"] == "torch,onnx"  # from the run's tags, as `train --register` does
 
 
 def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tracking_uri):
@@ -149,20 +158,14 @@ def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tra
     assert "versions of duel" in " ".join(listed.stdout.split())
 
 
-def test_register_command_registers_an_existing_run(tracking_uri):
-    trained = train_json(tracking_uri, "tracking.onnx_export=true")
-    result = forecast(
-        "register", "--run-id", trained["run_id"], "--name", "later", "--tracking-uri", tracking_uri,
-        "--allow-worse-than-naive",  # a tiny model: worse than naive
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    version = mlflow.MlflowClient(tracking_uri).get_model_version_by_alias("later", "champion")
-    assert version.run_id == trained["run_id"]
-    assert version.tags["runtimes"] == "torch,onnx"  # from the run's tags, as `train --register` does
-
-
 def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
+    """Of a run without the ONNX export (TINY's tracking.onnx_export=false), which is also how
+    runs only compared are trained (e.g. the ETT benchmark's): the run says so in its tags and the
+    model still predicts, with torch."""
+    assert "tracking.onnx_export=false" in TINY
     trained = train_json(tracking_uri, register="eval")
+    tags = mlflow.MlflowClient(tracking_uri).get_run(trained["run_id"]).data.tags
+    assert tags["runtimes"] == "torch" and "tracking.onnx_export is false" in tags["onnx_export"]
     evaluated = forecast(
         "evaluate", "--model-uri", "models:/eval@champion", "--json", "--tracking-uri", tracking_uri
     )
@@ -173,6 +176,9 @@ def test_evaluate_predict_and_backtest(tracking_uri, tmp_path):
     predict_csv("models:/eval@champion", tracking_uri, out)
     lines = out.read_text().splitlines()
     assert len(lines) == 1 + 4 and lines[1].startswith("1991-01-01")  # the day after the data ends
+    by_run = tmp_path / "by-run.csv"  # by its run's model URI too
+    predict_csv(trained["model_uri"], tracking_uri, by_run)
+    assert len(by_run.read_text().splitlines()) == 1 + 4
     config = tmp_path / "bt.yaml"
     config.write_text("data: {dataset: melbourne-temp}\n")
     settings = []
@@ -198,14 +204,3 @@ def test_quantile_model_trains_and_reports_its_own_intervals(tracking_uri):
     run = mlflow.MlflowClient(tracking_uri).get_run(result["run_id"])
     assert 0 < run.data.metrics["test_coverage_80"] <= 1
     assert run.data.params["model.quantiles"] == "0.1,0.5,0.9"
-
-
-def test_a_run_without_the_onnx_export_serves_with_torch(tracking_uri, tmp_path):
-    """tracking.onnx_export false (runs only compared, e.g. the ETT benchmark's) skips the export:
-    the run says so in its tags and the model still predicts, with torch."""
-    trained = train_json(tracking_uri, "tracking.onnx_export=false")
-    tags = mlflow.MlflowClient(tracking_uri).get_run(trained["run_id"]).data.tags
-    assert tags["runtimes"] == "torch" and "tracking.onnx_export is false" in tags["onnx_export"]
-    out = tmp_path / "next.csv"
-    predict_csv(trained["model_uri"], tracking_uri, out)
-    assert len(out.read_text().splitlines()) == 1 + 4

@@ -24,7 +24,7 @@ from pipelines.train import run_training
 from service.main import create_app
 from service.settings import ServiceSettings
 from tests.conftest import FAMILIES as FAMILIES_BASE
-from tests.conftest import NAIVE_GATE_OFF, TINY, free_port
+from tests.conftest import NAIVE_GATE_OFF, TINY, empty_tracking_store, free_port
 
 FAMILIES = {
     **{
@@ -105,7 +105,7 @@ def train_registered(root: Path, models: dict[str, list[str]]) -> str:
     """Trains and registers each named model (``--set`` overrides) into a SQLite store in ``root``
     (artifacts under it too), each holding @champion even when worse than naive (these tests serve
     models, they do not judge them); returns the store's tracking URI."""
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = empty_tracking_store(root / "mlflow.db")
     cwd = os.getcwd()
     os.chdir(root)  # artifacts go to root/mlartifacts
     try:

@@ -46,8 +46,8 @@ from schemathesis.specs.openapi.checks import (
 from service.main import create_app
 from service.settings import ServiceSettings
 
-# the module's models are trained once, on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("contract")]
+# the module's models are trained once (make test runs a module on one worker: --dist loadfile)
+pytestmark = pytest.mark.slow
 
 MODELS = ("svc-lstm", "svc-seq2seq-attention")
 CHECKS = [

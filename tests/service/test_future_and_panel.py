@@ -1,25 +1,28 @@
 """The service with future covariates (series[i].future, checked field by field) and with a panel
-model (each window scaled by itself), against real registered tiny models."""
+model (each window scaled by itself), against real registered tiny models: one app per model for
+the module's tests that only send requests (``served``), one of its own for the shadow test."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from monitoring.database import open_for_reading
 from monitoring.schema import forecasts
 from tests.service.conftest import serving, train_registered
+from tests.waiting import until
 
 # the module's models are trained once, on one worker
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.xdist_group("future_and_panel"),
 ]  # serves real trained models: in make test, not make test-fast
 
 LOOKBACK, HORIZON = 14, 4
@@ -68,29 +71,44 @@ def store(tmp_path_factory) -> str:
     return train_registered(root, models)
 
 
+@pytest.fixture(scope="module")
+def served(store) -> Iterator[Callable[[str], TestClient]]:
+    """``served(name)``: a ready TestClient serving ``models:/<name>@champion`` from ``store``,
+    started on first use and shared by the module's tests after it: they only send requests and
+    read the answers (each app start costs a model load and a parser helper process)."""
+    with ExitStack() as apps:
+        clients: dict[str, TestClient] = {}
+
+        def client(name: str) -> TestClient:
+            if name not in clients:
+                clients[name] = apps.enter_context(serving(store, f"models:/{name}@champion"))
+            return clients[name]
+
+        yield client
+
+
 def values(seed: int = 0, level: float = 10.0) -> list[float]:
     return (level + np.random.default_rng(seed).normal(0, 1, LOOKBACK)).round(3).tolist()
 
 
-def test_the_model_description_lists_past_and_future_covariates(store):
-    with serving(store, "models:/svc-future@champion") as client:
-        info = client.get("/v1/model").json()
-        assert info["future_covariates"] == [{"name": "promo", "values": HORIZON}]
-        assert info["past_covariates"] == [] and info["panel"] is False
-        schema = client.get("/openapi.json").json()["components"]["schemas"]["SeriesIn"]
-        assert "future" in schema["required"]
-        promo = schema["properties"]["future"]["properties"]["promo"]
-        assert promo["minItems"] == promo["maxItems"] == HORIZON
-        example = schema and client.get("/openapi.json").json()["components"]["schemas"]["PredictRequest"]
-        body = example["examples"][0]
-        assert client.post("/v1/predict", json=body).status_code == 200  # the published example works
+def test_the_model_description_lists_past_and_future_covariates(served):
+    client = served("svc-future")
+    info = client.get("/v1/model").json()
+    assert info["future_covariates"] == [{"name": "promo", "values": HORIZON}]
+    assert info["past_covariates"] == [] and info["panel"] is False
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["SeriesIn"]
+    assert "future" in schema["required"]
+    promo = schema["properties"]["future"]["properties"]["promo"]
+    assert promo["minItems"] == promo["maxItems"] == HORIZON
+    example = schema and client.get("/openapi.json").json()["components"]["schemas"]["PredictRequest"]
+    body = example["examples"][0]
+    assert client.post("/v1/predict", json=body).status_code == 200  # the published example works
 
 
-def test_future_values_reach_the_model_and_match_the_pyfunc(store):
+def test_future_values_reach_the_model_and_match_the_pyfunc(store, served):
     ahead = [[0, 1, 0, 0], [1, 1, 1, 1]]
     body = {"series": [{"values": values(s), "future": {"promo": ahead[s]}} for s in range(2)]}
-    with serving(store, "models:/svc-future@champion") as client:
-        response = client.post("/v1/predict", json=body)
+    response = served("svc-future").post("/v1/predict", json=body)
     assert response.status_code == 200, response.text
     got = np.array([f["values"] for f in response.json()["forecasts"]])
     mlflow.set_tracking_uri(store)
@@ -115,38 +133,36 @@ def test_future_values_reach_the_model_and_match_the_pyfunc(store):
         ({"promo": [0, None, 0, 0]}, "series[1].future.promo[1]", "null is not a number"),
     ],
 )
-def test_a_bad_future_covariate_is_a_422_naming_it(store, future, field, words):
+def test_a_bad_future_covariate_is_a_422_naming_it(served, future, field, words):
     second = {"values": values(1)} if future is None else {"values": values(1), "future": future}
     body = {"series": [{"values": values(0), "future": {"promo": [0, 0, 0, 0]}}, second]}
-    with serving(store, "models:/svc-future@champion") as client:
-        response = client.post("/v1/predict", json=body)
+    response = served("svc-future").post("/v1/predict", json=body)
     assert response.status_code == 422, response.text
     problems = {p["field"]: p["msg"] for p in response.json()["detail"]}
     assert field in problems and words in problems[field], problems
 
 
-def test_a_model_without_future_covariates_refuses_them(store):
+def test_a_model_without_future_covariates_refuses_them(served):
     body = {"series": [{"values": values(0), "future": {"promo": [0, 0, 0, 0]}}]}
-    with serving(store, "models:/svc-panel@champion") as client:
-        response = client.post("/v1/predict", json=body)
+    response = served("svc-panel").post("/v1/predict", json=body)
     assert response.status_code == 422
     assert response.json()["detail"][0]["field"] == "series[0].future.promo"
     assert "it takes none" in response.json()["detail"][0]["msg"]
 
 
-def test_a_panel_model_scales_each_request_window_by_itself(store):
+def test_a_panel_model_scales_each_request_window_by_itself(served):
     base = np.array(values(3, level=5.0))
     body = {"series": [{"values": base.tolist()}, {"values": (800 * base + 3).tolist()}]}
-    with serving(store, "models:/svc-panel@champion") as client:
-        info = client.get("/v1/model").json()
-        response = client.post("/v1/predict", json=body)
+    client = served("svc-panel")
+    info = client.get("/v1/model").json()
+    response = client.post("/v1/predict", json=body)
     assert info["panel"] is True
     assert response.status_code == 200, response.text
     small, large = (np.array(f["values"]) for f in response.json()["forecasts"])
     np.testing.assert_allclose(large, 800 * small + 3, rtol=1e-4)  # no other series' statistics
 
 
-def test_series_id_selects_a_panel_models_learned_series_vector(store):
+def test_series_id_selects_a_panel_models_learned_series_vector(served):
     """`series_id` reaches a model with a series embedding: a seen id forecasts with its own
     vector, an unseen id and no id with the "unknown" one (so alike)."""
     window = values(4, level=5.0)
@@ -158,8 +174,7 @@ def test_series_id_selects_a_panel_models_learned_series_vector(store):
             {"values": window},
         ]
     }
-    with serving(store, "models:/svc-embedded@champion") as client:
-        response = client.post("/v1/predict", json=body)
+    response = served("svc-embedded").post("/v1/predict", json=body)
     assert response.status_code == 200, response.text
     small, large, unseen, anonymous = (np.array(f["values"]) for f in response.json()["forecasts"])
     assert not np.allclose(small, large) and not np.allclose(small, unseen)
@@ -198,8 +213,7 @@ def test_a_challenger_in_shadow_gets_the_future_covariates_sent_to_the_champion(
         challenger_model_uri="models:/svc-future/1",
     ) as client:
         state = client.app.state
-        while state.shadow.store.current is None:  # the challenger loads in the background
-            time.sleep(0.05)
+        until(lambda: state.shadow.store.current is not None, "the challenger loaded (in the background)")
         response = client.post("/v1/predict", json=body)
         assert response.status_code == 200, response.text
         assert state.shadow.flush() and state.forecast_log.flush()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 
 import mlflow
@@ -18,7 +19,7 @@ from sqlalchemy import select
 
 from forecaster.data.datamodule import prepare_series
 from forecaster.data.source import load_from_config
-from forecaster.evaluation import evaluate
+from forecaster.evaluation import Evaluation, evaluate
 from monitoring.database import open_for_reading
 from monitoring.monitor import COLUMNS, finite, summarise
 from monitoring.schema import actuals
@@ -26,15 +27,15 @@ from monitoring.scoring import Thresholds
 from pipelines.config import load_run_config
 from pipelines.registry import load_predictor
 from pipelines.train import run_training
-from tests.conftest import TINY
+from tests.conftest import TINY, empty_tracking_store
 from tests.monitoring.conftest import assert_same_document
 from tests.monitoring.test_resolution import full_scan
 from tests.service.conftest import serving
 from tests.waiting import until
 
 # serves real trained models: in make test, not make test-fast; the module's model is trained, and
-# its shared app started, once, on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("monitoring")]
+# its shared app started, once (make test runs a module on one worker: --dist loadfile)
+pytestmark = pytest.mark.slow
 
 MODEL = "models:/monitored@champion"
 OPEN = {"monitoring_open_without_api_key": True}  # these tests run without an API_KEY
@@ -44,7 +45,7 @@ OPEN = {"monitoring_open_without_api_key": True}  # these tests run without an A
 def monitored(tmp_path_factory) -> str:
     """Tracking URI of a store holding one tiny LSTM registered as `monitored` @champion."""
     root: Path = tmp_path_factory.mktemp("monitor-store")
-    uri = f"sqlite:///{root / 'mlflow.db'}"
+    uri = empty_tracking_store(root / "mlflow.db")
     cwd = os.getcwd()
     os.chdir(root)
     try:
@@ -55,13 +56,41 @@ def monitored(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def refusing(monitored, tmp_path_factory) -> Iterator[tuple[TestClient, str]]:
-    """One app with a forecast log, and its log's URL, for the tests whose every request must be
-    refused: they share it, and each checks that nothing reached the log (so nothing any of them
-    sent before did either)."""
-    log_url = f"sqlite:///{tmp_path_factory.mktemp('refusing') / 'forecasts.db'}"
-    with serving(monitored, MODEL, forecast_log_url=log_url, **OPEN) as client:
+def shared(monitored, tmp_path_factory) -> Iterator[tuple[TestClient, str]]:
+    """One app with a forecast log, and its log's URL, for the tests that need no settings of their
+    own (an app start costs a model load and two helper processes): each sends series of its own
+    and judges only what its requests changed (counts before and after)."""
+    log_url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'forecasts.db'}"
+    with serving(monitored, MODEL, forecast_log_url=log_url, monitor_min_steps=1, **OPEN) as client:
         yield client, log_url
+
+
+def written_forecasts(client: TestClient) -> int:
+    """The forecasts the app's log has written so far, everything answered before included."""
+    assert client.app.state.forecast_log.flush()
+    return client.app.state.forecast_log.health.written
+
+
+class ReplayedPeriod:
+    """`monitored` v1 and its test period's windows, loaded once for the module's replays (and
+    ``offline``, `forecast evaluate`'s figures on them, computed once when first asked for)."""
+
+    def __init__(self, tracking_uri: str) -> None:
+        mlflow.set_tracking_uri(tracking_uri)
+        self.predictor = load_predictor("models:/monitored/1")
+        self.prepared = prepare_series(load_from_config(self.predictor.config.data), self.predictor.config)
+        windows = self.prepared.windows("test")
+        self.past, self.actual = windows.past()[:, :, 0], windows.target()
+        self.past_times, self.future = windows.past_times(), windows.future_times()
+
+    @cached_property
+    def offline(self) -> Evaluation:
+        return evaluate(self.predictor, self.prepared, "test")
+
+
+@pytest.fixture(scope="module")
+def period(monitored) -> ReplayedPeriod:
+    return ReplayedPeriod(monitored)
 
 
 def stamps(times: np.ndarray) -> list[str]:
@@ -69,11 +98,12 @@ def stamps(times: np.ndarray) -> list[str]:
 
 
 def replay(
-    client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray, future: np.ndarray, chunk: int = 7
+    client, past: np.ndarray, past_times: np.ndarray, actual: np.ndarray, future: np.ndarray, chunk: int = 91
 ) -> None:
-    """A week of daily origins per request, as a daily job sends a backlog: forecast from each,
+    """A quarter of daily origins per request, as a daily job sends a backlog: forecast from each,
     then post the values that became known (each origin's first-step actual); after the last
-    origin, the rest of its horizon."""
+    origin, the rest of its horizon. (Few requests: what the monitoring routes cost is mostly per
+    request, in their helper process.)"""
     for first in range(0, len(past), chunk):
         origins = range(first, min(first + chunk, len(past)))
         request = {
@@ -96,14 +126,9 @@ def replay(
     assert client.post("/v1/actuals", json={"series": [rest]}).status_code == 200
 
 
-def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, log_url):
-    mlflow.set_tracking_uri(monitored)
-    predictor = load_predictor("models:/monitored/1")
-    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
-    offline = evaluate(predictor, prepared, "test")
-    windows = prepared.windows("test")
-    past, actual = windows.past()[:, :, 0], windows.target()
-    past_times, future = windows.past_times(), windows.future_times()
+def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, period, log_url):
+    predictor, offline = period.predictor, period.offline
+    past, actual, past_times, future = period.past, period.actual, period.past_times, period.future
     with serving(
         monitored, MODEL, forecast_log_url=log_url, monitor_window=10**6, monitor_min_steps=1, **OPEN
     ) as client:
@@ -124,7 +149,7 @@ def test_monitor_equals_forecast_evaluate_on_a_replayed_test_period(monitored, l
     )
     horizon = predictor.horizon
     assert model["count"] == len(past) * horizon == document["overall"]["count"]
-    # float32 precision: the service runs a week of windows per forward pass, evaluate all of them
+    # float32 precision: the service runs a request's windows per forward pass, evaluate all of them
     # in one batch, and the network computes in float32 (the figures agree to ~1e-9 here)
     rtol = 1e-6
     assert model["mae"] == pytest.approx(offline.metrics["model"]["mae"], rel=rtol)
@@ -161,17 +186,17 @@ def metric(text: str, name: str) -> float:
 
 
 @pytest.mark.parametrize("series_id", ["a\u0000b", "tab\there", " padded", "padded ", ""])
-def test_a_series_id_with_control_characters_or_blank_ends_is_a_422_naming_it(refusing, series_id):
+def test_a_series_id_with_control_characters_or_blank_ends_is_a_422_naming_it(shared, series_id):
     """A NUL in an id would fail the log's whole batch on PostgreSQL (other clients' forecasts
     with it): such ids are refused at the door, on both routes that take them."""
-    client, log_url = refusing
+    client, _ = shared
+    written = written_forecasts(client)
     predicted = client.post("/v1/predict", json=window_request(series_id=series_id))
     posted = client.post(
         "/v1/actuals",
         json={"series": [{"series_id": series_id, "timestamps": ["1990-01-15"], "values": [1.0]}]},
     )
-    assert client.app.state.forecast_log.flush()
-    logged = client.app.state.forecast_log.health.written
+    logged = written_forecasts(client) - written
     for response in (predicted, posted):
         assert response.status_code == 422, response.text
         assert response.json()["detail"][0]["field"] == "series[0].series_id"
@@ -292,16 +317,12 @@ def test_without_a_log_actuals_and_monitor_say_how_to_turn_it_on(served):
     assert "forecast_log" not in ready
 
 
-def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, tmp_path):
+def test_a_challenger_in_shadow_is_scored_on_the_same_requests(monitored, period, tmp_path):
     """The champion's own version served again as the challenger: scored on every request (its
     answers never returned), it must come out with exactly the champion's figures."""
-    mlflow.set_tracking_uri(monitored)
-    predictor = load_predictor("models:/monitored/1")
-    prepared = prepare_series(load_from_config(predictor.config.data), predictor.config)
-    windows = prepared.windows("test")
-    n = 30
-    past, actual = windows.past()[:n, :, 0], windows.target()[:n]
-    past_times, future = windows.past_times()[:n], windows.future_times()[:n]
+    predictor, n = period.predictor, 30
+    past, actual = period.past[:n], period.actual[:n]
+    past_times, future = period.past_times[:n], period.future[:n]
     log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
     with serving(
         monitored,
@@ -365,20 +386,23 @@ def test_strangers_can_neither_post_actuals_nor_read_the_monitor(monitored, tmp_
     assert len(stored_actuals(log_url)) == 1
 
 
-def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(monitored, tmp_path):
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(shared, monitored, tmp_path):
+    client, shared_log = shared
     body = {"series": [actual_body()["series"][0], actual_body("melbourn")["series"][0]]}
-    with serving(monitored, MODEL, forecast_log_url=log_url, **OPEN) as client:
-        assert client.post("/v1/predict", json=window_request()).status_code == 200
-        refused = client.post("/v1/actuals", json=body)
+    before = stored_actuals(shared_log)
+    assert client.post("/v1/predict", json=window_request()).status_code == 200
+    refused = client.post("/v1/actuals", json=body)
     assert refused.status_code == 422
     (problem,) = refused.json()["detail"]
     assert problem["field"] == "series[1].series_id" and "'melbourn'" in problem["msg"]
     assert "ACTUALS_ACCEPT_UNKNOWN_SERIES" in problem["msg"]
-    assert stored_actuals(log_url) == []  # all or nothing: melbourne's value is not stored either
+    assert stored_actuals(shared_log) == before  # all or nothing: melbourne's value is not stored either
+    # the same forecast and body where unknown series are accepted: a log of its own
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
     with serving(
         monitored, MODEL, forecast_log_url=log_url, actuals_accept_unknown_series=True, **OPEN
     ) as client:
+        assert client.post("/v1/predict", json=window_request()).status_code == 200
         assert client.post("/v1/actuals", json=body).json() == {"stored": 2, "resolved_steps": 1}
 
 
@@ -398,34 +422,39 @@ def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(monitored, tmp_p
          {"Content-Type": "application/json"}, 422, "series[1].timestamps[0]"),
     ],
 )  # fmt: skip
-def test_actuals_are_json_with_iso_timestamps_each_given_once(refusing, content, headers, status, field):
+def test_actuals_are_json_with_iso_timestamps_each_given_once(shared, content, headers, status, field):
     """A timestamp given as a number would be read as seconds since 1970: refused, as are bodies
     not declared JSON, and a value given twice for a series and time in one request."""
-    client, log_url = refusing
+    client, log_url = shared
+    before = stored_actuals(log_url)
     answer = client.post("/v1/actuals", content=content, headers=headers)
     assert answer.status_code == status, answer.text
     if field is not None:
         assert answer.json()["detail"][0]["field"] == field
-    assert stored_actuals(log_url) == []
+    assert stored_actuals(log_url) == before  # nothing stored
 
 
-def test_a_retried_predict_is_logged_once_and_the_same_forecast_twice_is_a_422(monitored, tmp_path):
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+def test_a_retried_predict_is_logged_once_and_the_same_forecast_twice_is_a_422(shared):
+    client, _ = shared
     retry = {"Idempotency-Key": "3f1c9a7e-retry"}
-    with serving(monitored, MODEL, forecast_log_url=log_url, monitor_min_steps=1, **OPEN) as client:
-        answers = [client.post("/v1/predict", json=window_request(), headers=retry) for _ in range(3)]
-        assert client.app.state.forecast_log.flush()
-        health = client.get("/readyz").json()["forecast_log"]
-        resolved = client.post("/v1/actuals", json=actual_body(stamps=["1990-01-15", "1990-01-16"])).json()
-        bad_key = client.post("/v1/predict", json=window_request(), headers={"Idempotency-Key": "two words"})
-        twice = window_request()
-        twice["series"].append(twice["series"][0])  # the same series from the same origin
-        repeated = client.post("/v1/predict", json=twice)
-        backlog = window_request()
-        backlog["series"].append(window_request(1)["series"][0])  # the same series a day later
-        several_origins = client.post("/v1/predict", json=backlog)
+    request = window_request(series_id="retried")
+    written_forecasts(client)  # what other tests sent is written before the counts are taken
+    before = client.get("/readyz").json()["forecast_log"]
+    answers = [client.post("/v1/predict", json=request, headers=retry) for _ in range(3)]
+    written_forecasts(client)
+    health = client.get("/readyz").json()["forecast_log"]
+    resolved = client.post(
+        "/v1/actuals", json=actual_body("retried", stamps=["1990-01-15", "1990-01-16"])
+    ).json()
+    bad_key = client.post("/v1/predict", json=request, headers={"Idempotency-Key": "two words"})
+    twice = window_request(series_id="retried")
+    twice["series"].append(twice["series"][0])  # the same series from the same origin
+    repeated = client.post("/v1/predict", json=twice)
+    backlog = window_request(series_id="retried")
+    backlog["series"].append(window_request(1, series_id="retried")["series"][0])  # a day later
+    several_origins = client.post("/v1/predict", json=backlog)
     assert [a.status_code for a in answers] == [200, 200, 200]
-    assert (health["written"], health["duplicates"]) == (1, 2)
+    assert (health["written"] - before["written"], health["duplicates"] - before["duplicates"]) == (1, 2)
     assert resolved["resolved_steps"] == 2  # one forecast's two steps, not three forecasts' six
     assert bad_key.status_code == 422 and bad_key.json()["detail"][0]["field"] == "headers.Idempotency-Key"
     assert repeated.status_code == 422
@@ -433,22 +462,23 @@ def test_a_retried_predict_is_logged_once_and_the_same_forecast_twice_is_a_422(m
     assert several_origins.status_code == 200
 
 
-def test_a_large_actuals_body_is_checked_in_the_parser_helper_not_on_the_event_loop(monitored, tmp_path):
-    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+def test_a_large_actuals_body_is_checked_in_the_parser_helper_not_on_the_event_loop(shared, monkeypatch):
+    client, _ = shared
     days = pd.date_range("1990-01-15", periods=400, freq="D").strftime("%Y-%m-%d").tolist()
-    with serving(monitored, MODEL, forecast_log_url=log_url, parse_offload_bytes=1024, **OPEN) as client:
-        assert client.post("/v1/predict", json=window_request()).status_code == 200
-        parser = client.app.state.parser
-        offloaded = []
-        real = parser._offload
+    assert client.post("/v1/predict", json=window_request(series_id="large")).status_code == 200
+    parser = client.app.state.parser
+    offloaded = []
+    real = parser._offload
 
-        async def spy(body, parse_with):
-            offloaded.append(len(body))
-            return await real(body, parse_with)
+    async def spy(body, parse_with):
+        offloaded.append(len(body))
+        return await real(body, parse_with)
 
-        parser._offload = spy
-        small = client.post("/v1/actuals", json=actual_body())
-        large = client.post("/v1/actuals", json=actual_body(stamps=days))
+    # the shared app's parser, for this test: bodies over 1 KiB go to its helper (PARSE_OFFLOAD_BYTES)
+    monkeypatch.setattr(parser, "offload_bytes", 1024)
+    monkeypatch.setattr(parser, "_offload", spy)
+    small = client.post("/v1/actuals", json=actual_body("large"))
+    large = client.post("/v1/actuals", json=actual_body("large", stamps=days))
     assert small.status_code == large.status_code == 200, large.text
     assert large.json()["stored"] == 400 and large.json()["resolved_steps"] == 4
     assert len(offloaded) == 1 and offloaded[0] > 1024  # the large one only

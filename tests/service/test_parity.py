@@ -15,8 +15,8 @@ from pipelines.evaluate import evaluations
 from tests.forecaster.test_model_inputs import hourly_file
 from tests.service.conftest import serving, train_registered
 
-# the module's models are trained once, on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parity")]
+# the module's models are trained once (make test runs a module on one worker: --dist loadfile)
+pytestmark = pytest.mark.slow
 
 ARCHITECTURES = {
     "rnn": ["model.cell=rnn"],

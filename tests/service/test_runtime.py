@@ -19,8 +19,8 @@ from tests.conftest import TINY
 from tests.service.conftest import serving, train_registered
 from tests.waiting import until
 
-# the module's models are trained once, on one worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("runtime")]
+# the module's models are trained once (make test runs a module on one worker: --dist loadfile)
+pytestmark = pytest.mark.slow
 
 MODELS = {
     # a GRU encoder-decoder stepping through the horizon, attending, with quantile outputs
