@@ -81,14 +81,15 @@ NETWORKS = {
     "seg-gru": {"cell": "gru", "hidden_size": 128, "layers": 1, "segment_length": 24},
     # the seq2seq + attention model at full strength: a GRU encoder over one-day segments, the
     # direct decoder emitting one day per step, and every forecast step attending over every
-    # look-back step (the `steps` layout, issue 41; its runs with the earlier layout, one query per
-    # decoder day over the encoder days, are in results/ett-runs-superseded.jsonl)
+    # look-back step (the `lags` layout, issue 41's second pass; its runs with the earlier layouts,
+    # `steps` and one query per decoder day over the encoder days, are in
+    # results/ett-runs-superseded.jsonl)
     "seg-seq2seq-attention": {
         "architecture": "seq2seq",
         "decoder": "direct",
         "cell": "gru",
         "attention": "bahdanau",
-        "attention_layout": "steps",
+        "attention_layout": "lags",
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
@@ -141,6 +142,8 @@ DATA: dict[str, dict[str, object]] = {
 ALIGNMENT_MODELS = ("default-attention-stepwise", "default-attention", "default-attention-hourly")
 ATTENTION_PAIRS = {"seg-seq2seq-attention": "seg-seq2seq"}  # with attention -> the same without
 TIMING_REFERENCE = "seg-gru"  # the same-size many-to-one network the attention model's time is compared with
+# the same for the alignment models (LSTM 2 x 64, as they are): the plain lstm, run in the same invocation
+ALIGNMENT_TIMING_REFERENCE = "lstm"
 
 # name -> training settings of that network beyond the common ones (run_config), chosen on
 # selection MSE like the rest of its configuration (benchmarks/README.md, "How the tables are made"):
@@ -619,6 +622,11 @@ def rank_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
     return lines
 
 
+def epoch_seconds(row: Row) -> float:
+    """Mean over seeds of the fit's seconds per epoch."""
+    return statistics.mean((r.get("train_seconds") or r["seconds"]) / r["epochs"] for r in row.runs)
+
+
 def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
     """Issue 41's ablation: each attention network against the same network without attention
     (ATTENTION_PAIRS), test MSE over seeds, and its fit time as a ratio to TIMING_REFERENCE's
@@ -648,13 +656,15 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             f"### Attention against none: {attended} and {plain} (issue 41)",
             "",
             f"Test MSE, mean over seeds +- sample std (n); ratio: with / without attention; fit seconds (the "
-            f"fit alone, mean over seeds) and their ratio to {TIMING_REFERENCE}'s, run in the same invocation.",
+            f"fit alone, mean over seeds) and their ratio to {TIMING_REFERENCE}'s, run in the same invocation; "
+            "per epoch: the same ratio of seconds per epoch (early stopping ends runs after different "
+            "numbers of epochs).",
             "",
             f"| L | H | {attended} | {plain} | ratio | naive | fit s: attention / none / {TIMING_REFERENCE} | "
-            f"attention / {TIMING_REFERENCE} |",
-            "|---|---|---|---|---|---|---|---|",
+            f"attention / {TIMING_REFERENCE} | per epoch |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
-        wins, beats_naive, ratios = 0, 0, []
+        wins, beats_naive, ratios, per_epoch_ratios = 0, 0, [], []
         for lookback, horizon, with_attention, without, reference in cells:
             (a, sa), (b, sb) = with_attention.mean_std("test", "mse"), without.mean_std("test", "mse")
             naive = with_attention.runs[0]["test"]["naive"]["mse"]
@@ -664,7 +674,7 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
                 statistics.mean(r.get("train_seconds") or r["seconds"] for r in row.runs)
                 for row in (with_attention, without)
             ]
-            timing, ratio = f"{fit[0]:.0f} / {fit[1]:.0f} / -", ""
+            timing, ratio, per_epoch = f"{fit[0]:.0f} / {fit[1]:.0f} / -", "", ""
             if reference is not None:
                 reference_fit = statistics.mean(
                     r.get("train_seconds") or r["seconds"] for r in reference.runs
@@ -672,16 +682,20 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
                 timing = f"{fit[0]:.0f} / {fit[1]:.0f} / {reference_fit:.0f}"
                 ratios.append(fit[0] / reference_fit)
                 ratio = f"{ratios[-1]:.2f}"
+                per_epoch_ratios.append(epoch_seconds(with_attention) / epoch_seconds(reference))
+                per_epoch = f"{per_epoch_ratios[-1]:.2f}"
             lines.append(
                 f"| {lookback} | {horizon} | {a:.4f} +-{sa:.4f} (n={len(with_attention.runs)}) | "
-                f"{b:.4f} +-{sb:.4f} (n={len(without.runs)}) | {a / b:.3f} | {naive:.4f} | {timing} | {ratio} |"
+                f"{b:.4f} +-{sb:.4f} (n={len(without.runs)}) | {a / b:.3f} | {naive:.4f} | {timing} | {ratio} | "
+                f"{per_epoch} |"
             )
         lines += [
             "",
             f"Attention lower than none in {wins} of {len(cells)} cells, lower than naive in {beats_naive} of "
             f"{len(cells)}"
             + (
-                f"; fit time {min(ratios):.2f}x to {max(ratios):.2f}x {TIMING_REFERENCE}'s."
+                f"; fit time {min(ratios):.2f}x to {max(ratios):.2f}x {TIMING_REFERENCE}'s, "
+                f"{min(per_epoch_ratios):.2f}x to {max(per_epoch_ratios):.2f}x per epoch."
                 if ratios
                 else "."
             ),
@@ -697,8 +711,9 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             "distance between the rows of two forecast steps (0 = every step the same row), the weight "
             "on lags that are whole days (k*24) and what uniform rows put there.",
             "",
-            "| network | L | H | calendar | entropy | row distance | weight on lags k*24 (uniform) | test MSE | n |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| network | L | H | calendar | entropy | row distance | weight on lags k*24 (uniform) | test MSE | "
+            f"n | fit s, per epoch: model / {ALIGNMENT_TIMING_REFERENCE} |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for (lookback, network, horizon), row in aligned:
 
@@ -709,10 +724,30 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             lines.append(
                 f"| {network} | {lookback} | {horizon} | {calendar} | {mean('entropy'):.3f} | "
                 f"{mean('row_distance'):.3f} | {mean('seasonal_share'):.1%} ({mean('seasonal_share_uniform'):.1%}) | "
-                f"{row.mean_std('test', 'mse')[0]:.4f} | {len(row.runs)} |"
+                f"{row.mean_std('test', 'mse')[0]:.4f} | {len(row.runs)} | "
+                f"{timing_against(row, rows.get((lookback, ALIGNMENT_TIMING_REFERENCE, horizon)), network)} |"
             )
         lines.append("")
     return lines
+
+
+def timing_against(row: Row, reference: Row | None, network: str) -> str:
+    """An alignment model's fit seconds and seconds per epoch against the reference network's runs
+    of the same commit (the same invocation), as ratios; blank for other rows."""
+    if network not in ALIGNMENT_MODELS or reference is None:
+        return ""
+    commits = {r["commit"] for r in row.runs}
+    same = Row([r for r in reference.runs if r["commit"] in commits])
+    if not same.runs:
+        return ""
+
+    def fit(of: Row) -> float:
+        return statistics.mean(r.get("train_seconds") or r["seconds"] for r in of.runs)
+
+    return (
+        f"{fit(row):.0f} s / {fit(same):.0f} s = {fit(row) / fit(same):.2f}x; "
+        f"per epoch {epoch_seconds(row) / epoch_seconds(same):.2f}x"
+    )
 
 
 def render(runs: list[dict]) -> str:
