@@ -81,14 +81,15 @@ NETWORKS = {
     "seg-gru": {"cell": "gru", "hidden_size": 128, "layers": 1, "segment_length": 24},
     # the seq2seq + attention model at full strength: a GRU encoder over one-day segments, the
     # direct decoder emitting one day per step, and every forecast step attending over every
-    # look-back step (the `steps` layout, issue 41; its runs with the earlier layout, one query per
-    # decoder day over the encoder days, are in results/ett-runs-superseded.jsonl)
+    # look-back step (the `lags` layout, issue 41's second pass; its runs with the earlier layouts,
+    # `steps` and one query per decoder day over the encoder days, are in
+    # results/ett-runs-superseded.jsonl)
     "seg-seq2seq-attention": {
         "architecture": "seq2seq",
         "decoder": "direct",
         "cell": "gru",
         "attention": "bahdanau",
-        "attention_layout": "steps",
+        "attention_layout": "lags",
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
@@ -103,30 +104,46 @@ NETWORKS = {
         "layers": 1,
         "segment_length": 24,
     },
-    # the attention model `forecast train --model seq2seq` builds at L=96, H=24 (the config's
-    # defaults: LSTM 2 x 64, the direct decoder in one-day segments), with calendar features: the
-    # alignment target's model
+    # the seq2seq attention model with the config's defaults for everything the issue leaves open
+    # (LSTM 2 x 64, Bahdanau attention in the `lags` layout) and the direct decoder in one-day
+    # segments (`--model seq2seq --decoder direct --set model.segment_length=24`), with calendar
+    # features: one of the alignment target's models
     "default-attention": {
         "architecture": "seq2seq",
         "decoder": "direct",
         "cell": "lstm",
         "attention": "bahdanau",
-        "attention_layout": "steps",
+        "attention_layout": "lags",
         "hidden_size": 64,
         "layers": 2,
         "segment_length": 24,
     },
 }
-# the same step by step (no segments): the encoder and decoder states are per hour
+# the same step by step (no segments): the encoder and decoder states are per hour (`--decoder direct`)
 NETWORKS["default-attention-hourly"] = {**NETWORKS["default-attention"], "segment_length": 0}
+# what `forecast train --model seq2seq` builds, nothing else set: the autoregressive decoder (one
+# step at a time, feeding back its prediction, teacher forcing from 0.5 decaying by 0.9 an epoch)
+NETWORKS["default-attention-stepwise"] = {
+    "architecture": "seq2seq",
+    "cell": "lstm",
+    "attention": "bahdanau",
+    "attention_layout": "lags",
+    "hidden_size": 64,
+    "layers": 2,
+}
 
 # name -> data settings beyond the common ones (the bundled ETTh1, target OT alone)
 DATA: dict[str, dict[str, object]] = {
     "default-attention": {"calendar_features": True},
     "default-attention-hourly": {"calendar_features": True},
+    "default-attention-stepwise": {"calendar_features": True},
 }
+# the alignment target's models (ETTh1 L=96, H=24, calendar features on): run at that cell only
+ALIGNMENT_MODELS = ("default-attention-stepwise", "default-attention", "default-attention-hourly")
 ATTENTION_PAIRS = {"seg-seq2seq-attention": "seg-seq2seq"}  # with attention -> the same without
 TIMING_REFERENCE = "seg-gru"  # the same-size many-to-one network the attention model's time is compared with
+# the same for the alignment models (LSTM 2 x 64, as they are): the plain lstm, run in the same invocation
+ALIGNMENT_TIMING_REFERENCE = "lstm"
 
 # name -> training settings of that network beyond the common ones (run_config), chosen on
 # selection MSE like the rest of its configuration (benchmarks/README.md, "How the tables are made"):
@@ -202,8 +219,9 @@ def cpu_plan(seeds: int) -> list[Plan]:
     at both look-backs, then the plain networks at L=96 and a plain LSTM at L=336, then the
     step-by-step seq2seq at L=96 (it decodes one step at a time: with attention at H=720 an epoch
     took 338-1011 s on one loaded CPU thread, a run 54-103 min; L=336 is left to a GPU, --full),
-    then the default attention model with calendar features at L=96, H=24 (the alignment target),
-    in one-day segments and hourly; ``seeds`` seeds every row."""
+    then the default attention model with calendar features at L=96, H=24 (the alignment target):
+    as `--model seq2seq` builds it (step by step), and with the direct decoder in one-day segments
+    and hourly; ``seeds`` seeds every row."""
     segments = ("seg-lstm", "seg-gru", "seg-seq2seq-attention", "seg-seq2seq")
     return [
         *(Plan(336, n, HORIZONS[336], seeds) for n in segments),
@@ -211,7 +229,7 @@ def cpu_plan(seeds: int) -> list[Plan]:
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("lstm", "gru", "rnn", "bi-lstm")),
         Plan(336, "lstm", HORIZONS[336], seeds),
         *(Plan(96, n, HORIZONS[96], seeds) for n in ("seq2seq", "seq2seq-attention")),
-        *(Plan(96, n, [24], seeds) for n in ("default-attention", "default-attention-hourly")),
+        *(Plan(96, n, [24], seeds) for n in ALIGNMENT_MODELS),
     ]
 
 
@@ -228,7 +246,7 @@ def interleaved(todo: list[tuple[Plan, int, int]]) -> list[tuple[Plan, int, int]
     return [item for group in groups for item in sorted(group, key=lambda x: (x[2], x[1]))]
 
 
-ONLY_AT = {"default-attention": {96: [24]}, "default-attention-hourly": {96: [24]}}  # the alignment target's
+ONLY_AT = {name: {96: [24]} for name in ALIGNMENT_MODELS}  # the alignment target's
 
 
 def full_plan(seeds: int) -> list[Plan]:
@@ -604,6 +622,11 @@ def rank_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
     return lines
 
 
+def epoch_seconds(row: Row) -> float:
+    """Mean over seeds of the fit's seconds per epoch."""
+    return statistics.mean((r.get("train_seconds") or r["seconds"]) / r["epochs"] for r in row.runs)
+
+
 def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
     """Issue 41's ablation: each attention network against the same network without attention
     (ATTENTION_PAIRS), test MSE over seeds, and its fit time as a ratio to TIMING_REFERENCE's
@@ -633,13 +656,15 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             f"### Attention against none: {attended} and {plain} (issue 41)",
             "",
             f"Test MSE, mean over seeds +- sample std (n); ratio: with / without attention; fit seconds (the "
-            f"fit alone, mean over seeds) and their ratio to {TIMING_REFERENCE}'s, run in the same invocation.",
+            f"fit alone, mean over seeds) and their ratio to {TIMING_REFERENCE}'s, run in the same invocation; "
+            "per epoch: the same ratio of seconds per epoch (early stopping ends runs after different "
+            "numbers of epochs).",
             "",
             f"| L | H | {attended} | {plain} | ratio | naive | fit s: attention / none / {TIMING_REFERENCE} | "
-            f"attention / {TIMING_REFERENCE} |",
-            "|---|---|---|---|---|---|---|---|",
+            f"attention / {TIMING_REFERENCE} | per epoch |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
-        wins, beats_naive, ratios = 0, 0, []
+        wins, beats_naive, ratios, per_epoch_ratios = 0, 0, [], []
         for lookback, horizon, with_attention, without, reference in cells:
             (a, sa), (b, sb) = with_attention.mean_std("test", "mse"), without.mean_std("test", "mse")
             naive = with_attention.runs[0]["test"]["naive"]["mse"]
@@ -649,7 +674,7 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
                 statistics.mean(r.get("train_seconds") or r["seconds"] for r in row.runs)
                 for row in (with_attention, without)
             ]
-            timing, ratio = f"{fit[0]:.0f} / {fit[1]:.0f} / -", ""
+            timing, ratio, per_epoch = f"{fit[0]:.0f} / {fit[1]:.0f} / -", "", ""
             if reference is not None:
                 reference_fit = statistics.mean(
                     r.get("train_seconds") or r["seconds"] for r in reference.runs
@@ -657,16 +682,20 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
                 timing = f"{fit[0]:.0f} / {fit[1]:.0f} / {reference_fit:.0f}"
                 ratios.append(fit[0] / reference_fit)
                 ratio = f"{ratios[-1]:.2f}"
+                per_epoch_ratios.append(epoch_seconds(with_attention) / epoch_seconds(reference))
+                per_epoch = f"{per_epoch_ratios[-1]:.2f}"
             lines.append(
                 f"| {lookback} | {horizon} | {a:.4f} +-{sa:.4f} (n={len(with_attention.runs)}) | "
-                f"{b:.4f} +-{sb:.4f} (n={len(without.runs)}) | {a / b:.3f} | {naive:.4f} | {timing} | {ratio} |"
+                f"{b:.4f} +-{sb:.4f} (n={len(without.runs)}) | {a / b:.3f} | {naive:.4f} | {timing} | {ratio} | "
+                f"{per_epoch} |"
             )
         lines += [
             "",
             f"Attention lower than none in {wins} of {len(cells)} cells, lower than naive in {beats_naive} of "
             f"{len(cells)}"
             + (
-                f"; fit time {min(ratios):.2f}x to {max(ratios):.2f}x {TIMING_REFERENCE}'s."
+                f"; fit time {min(ratios):.2f}x to {max(ratios):.2f}x {TIMING_REFERENCE}'s, "
+                f"{min(per_epoch_ratios):.2f}x to {max(per_epoch_ratios):.2f}x per epoch."
                 if ratios
                 else "."
             ),
@@ -682,8 +711,9 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             "distance between the rows of two forecast steps (0 = every step the same row), the weight "
             "on lags that are whole days (k*24) and what uniform rows put there.",
             "",
-            "| network | L | H | calendar | entropy | row distance | weight on lags k*24 (uniform) | test MSE | n |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| network | L | H | calendar | entropy | row distance | weight on lags k*24 (uniform) | test MSE | "
+            f"n | fit s, per epoch: model / {ALIGNMENT_TIMING_REFERENCE} |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for (lookback, network, horizon), row in aligned:
 
@@ -694,10 +724,30 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             lines.append(
                 f"| {network} | {lookback} | {horizon} | {calendar} | {mean('entropy'):.3f} | "
                 f"{mean('row_distance'):.3f} | {mean('seasonal_share'):.1%} ({mean('seasonal_share_uniform'):.1%}) | "
-                f"{row.mean_std('test', 'mse')[0]:.4f} | {len(row.runs)} |"
+                f"{row.mean_std('test', 'mse')[0]:.4f} | {len(row.runs)} | "
+                f"{timing_against(row, rows.get((lookback, ALIGNMENT_TIMING_REFERENCE, horizon)), network)} |"
             )
         lines.append("")
     return lines
+
+
+def timing_against(row: Row, reference: Row | None, network: str) -> str:
+    """An alignment model's fit seconds and seconds per epoch against the reference network's runs
+    of the same commit (the same invocation), as ratios; blank for other rows."""
+    if network not in ALIGNMENT_MODELS or reference is None:
+        return ""
+    commits = {r["commit"] for r in row.runs}
+    same = Row([r for r in reference.runs if r["commit"] in commits])
+    if not same.runs:
+        return ""
+
+    def fit(of: Row) -> float:
+        return statistics.mean(r.get("train_seconds") or r["seconds"] for r in of.runs)
+
+    return (
+        f"{fit(row):.0f} s / {fit(same):.0f} s = {fit(row) / fit(same):.2f}x; "
+        f"per epoch {epoch_seconds(row) / epoch_seconds(same):.2f}x"
+    )
 
 
 def render(runs: list[dict]) -> str:

@@ -158,13 +158,16 @@ class ModelConfig(StrictModel):
         description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k)) or `none` (the decoder sees "
         "the encoder's final state alone)",
     )
-    attention_layout: Literal["steps", "states"] = Field(
-        "steps",
-        description="seq2seq attention: `steps`: every forecast step has its own query (the decoder "
+    attention_layout: Literal["lags", "steps", "states"] = Field(
+        "lags",
+        description="seq2seq attention: `lags`: every forecast step has its own query (the decoder "
         "state, its position and calendar) over a key per look-back step (its encoder state, position "
-        "and calendar), and retrieves that step's inputs with its state (forecaster/models/"
-        "step_attention.py); `states`: the layout before it, one query per decoder state over the "
-        "encoder states (a segment model's days), which a model saved without this field loads as",
+        "and calendar), plus a learned score per lag between them, and retrieves that step's inputs "
+        "with its state; the direct decoder adds what is retrieved, starting from zero, to the output "
+        "of the same network without attention (forecaster/models/step_attention.py, lag_scores.py); "
+        "`steps`: the same without the lag scores, the direct decoder emitting from its own state "
+        "alone (models saved with it keep it); `states`: one query per decoder state over the encoder "
+        "states (a segment model's days), which a model saved without this field loads as",
     )
     attention_heads: int = Field(
         1,

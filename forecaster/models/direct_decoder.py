@@ -14,9 +14,12 @@ With ``segment_length`` w (SegRNN's parallel multi-step decoding, Lin et al. 202
 is a segment of w horizon steps: it takes those steps' calendar, emits their w values, and the
 recurrence spans H/w steps instead of H, which is what makes H=720 affordable on a CPU.
 
-Attention, `steps` layout (``step_attention.py``): every forecast step attends on its own (its
-segment's decoder state s_t, its position and calendar) over every look-back step, and adds what
-it retrieves to the w values its segment's state emits. The query is s_t, not s_{t-1}: here no
+Attention, `lags` and `steps` layouts (``step_attention.py``): every forecast step attends on its
+own (its segment's decoder state s_t, its position, calendar and, `lags`, its lag to each look-back
+step) over every look-back step, and adds what it retrieves to the w values its segment emits. In
+the `lags` layout those values are the network without attention's (from [s_t, the encoder's final
+state]) and what is retrieved starts at zero, so attention is a residual the training grows where
+it pays; the `steps` layout emits from s_t alone. The query is s_t, not s_{t-1}: here no
 context feeds the state, so the state that has read the step's own segment is known. The `states`
 layout (models saved before it) attends from s_{t-1} over the encoder states and emits each
 segment's w values from [s_t, c_t].
@@ -57,10 +60,13 @@ class DirectDecoder(nn.Module):
         outputs: int,
         segment_length: int = 1,
         step_attention: bool = False,
+        reads_fixed_context: bool = True,
     ) -> None:
         """``context_size``: the fixed or attended context the output reads beside the state;
-        ``step_attention``: the `steps` layout, whose retrieved values are added to the output
-        instead."""
+        ``step_attention``: the `lags` or `steps` layout, whose retrieved values are added to the
+        output; ``reads_fixed_context``: with it, the output still reads the encoder's final state
+        beside the decoder's (the `lags` layout: the network without attention, plus what the
+        attention retrieves); the `steps` layout's output reads the decoder state alone."""
         super().__init__()
         if horizon % segment_length:
             raise ValueError(f"segment_length {segment_length} does not divide the horizon {horizon}")
@@ -73,7 +79,8 @@ class DirectDecoder(nn.Module):
         # on [s_t, c_t], as stepwise; w values per step. Dropout on its input, as the many-to-one
         # head has: a one-layer recurrent layer applies none (torch drops only between layers)
         self.dropout = nn.Dropout(dropout)
-        read = hidden_size if step_attention else hidden_size + context_size
+        self.reads_fixed_context = reads_fixed_context or not step_attention
+        read = hidden_size + context_size if self.reads_fixed_context else hidden_size
         self.output = nn.Linear(read, segment_length * outputs)
 
     def step_inputs(self, future: torch.Tensor | None, batch: int) -> torch.Tensor:
@@ -107,7 +114,11 @@ class DirectDecoder(nn.Module):
         if isinstance(attention, StepAttention):
             alignment = attention.align(outputs, encoded, past, future)  # weights (B, m, H, L_enc)
             retrieved = attention.retrieve(alignment, encoded, past)  # (B, H, Q or 1)
-            emitted = self.output(self.dropout(outputs)).reshape(batch, self.horizon, self.outputs)
+            read = outputs  # (B, S, hidden)
+            if self.reads_fixed_context:
+                fixed = fixed_context.unsqueeze(1).expand(-1, self.steps, -1)  # (B, S, C)
+                read = torch.cat([outputs, fixed], dim=-1)  # (B, S, hidden + C)
+            emitted = self.output(self.dropout(read)).reshape(batch, self.horizon, self.outputs)
             return emitted + retrieved, alignment  # (B, H, Q or 1)
         if attention is None:
             contexts = fixed_context.unsqueeze(1).expand(-1, self.steps, -1)  # (B, S, C)

@@ -1,9 +1,12 @@
 """Seq2seq encoder-decoder, with or without attention.
 
 Without attention the decoder sees one fixed context vector (the encoder's final state): the
-bottleneck the textbooks describe. With attention (``step_attention.py``, the `steps` layout) every
+bottleneck the textbooks describe. With attention (``step_attention.py``, the `lags` layout by default) every
 forecast step has its own query (decoder state, position, calendar) over a key per look-back step
-(encoder state, position, calendar) and retrieves that step's encoder state and inputs. Two
+(encoder state, position, calendar), with a learned score per lag between them, and retrieves that
+step's encoder state and inputs. The `steps` layout (models saved between the first and second
+passes of issue 41) is the same without the lag scores, with a direct decoder that emits from its
+own state alone. Two
 decoders: ``autoregressive`` feeds back its own previous output (teacher forcing may replace it
 during training), one step at a time; ``direct`` (``direct_decoder.py``) sees only known-future
 inputs, so it runs all H steps in one fused recurrent call and attends for all of them at once.
@@ -108,6 +111,9 @@ class Seq2SeqForecaster(nn.Module):
                 season=season,
                 calendar=calendar,
                 heads=attention_heads,
+                lag_scores=attention_layout == "lags",
+                # the direct decoder adds what a step retrieves to the no-attention network's output
+                values_start_at_zero=attention_layout == "lags" and decoder == "direct",
             )
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(
@@ -121,6 +127,7 @@ class Seq2SeqForecaster(nn.Module):
                 outputs,
                 self.segment,
                 step_attention=isinstance(self.attention, StepAttention),
+                reads_fixed_context=attention_layout != "steps",
             )
             # LSTNet's linear skip over the last ``highway`` steps, as the many-to-one networks have it
             self.highway = nn.Linear(highway, horizon) if highway else None

@@ -1,4 +1,5 @@
-"""Attention from every forecast step over every look-back step (the `steps` layout, issue 41).
+"""Attention from every forecast step over every look-back step (the `lags` and `steps` layouts,
+issue 41).
 
 Query of forecast step t: [decoder state | position of t | calendar of t]. Key of look-back step
 i: [encoder state | position of i | calendar of i]. The score is Bahdanau's additive one with
@@ -6,7 +7,11 @@ block-diagonal W and U, so it is exactly a sum of one score per block:
 
     e[t, i] = content(s_t, h_i) + position(t, i) + calendar(t, i)
 
-and each block is computed where it varies, which is what keeps all H x L pairs affordable:
+and, in the `lags` layout, a fourth block, one learned score per lag (``lag_scores.py``):
+
+    e[t, i] = content + position + calendar + lag(t + L - i)
+
+Each block is computed where it varies, which is what keeps all H x L pairs affordable:
 
 * content: decoder state x encoder state. A segment model (w steps per recurrent step) has H/w
   decoder states and L/w encoder states, so this block is (B, H/w, L/w); every step of a segment
@@ -14,6 +19,7 @@ and each block is computed where it varies, which is what keeps all H x L pairs 
 * position: the same for every window, (H, L), once per forward pass (``positions.py``): it
   lets a query find "the same hour yesterday", which no state-only score can single out within a
   segment.
+* lag (the `lags` layout): the same for every window too, (H, L), added to the position block.
 * calendar (models with calendar features): each step's own hour, weekday and day of year,
   (B, H, L) with a small score size.
 
@@ -39,6 +45,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from forecaster.models.lag_scores import LagScores
 from forecaster.models.positions import StepPositions
 from forecaster.models.scores import AdditiveScore
 
@@ -145,26 +152,36 @@ class StepAttention(nn.Module):
         season: int = 1,
         calendar: CalendarColumns | None = None,
         heads: int = 1,
+        lag_scores: bool = False,
+        values_start_at_zero: bool = False,
     ) -> None:
         """``query_size``: the decoder state's; ``state_size``:
         an encoder state's (C); ``input_size``: a look-back step's inputs (the values it also
         retrieves); ``value_size`` V: what a step retrieves (the decoder's outputs Q for the direct
-        decoder, whose output adds it; C for the step-by-step one, whose RNN reads it)."""
+        decoder, whose output adds it; C for the step-by-step one, whose RNN reads it).
+        ``lag_scores``: the `lags` layout's score per lag; ``values_start_at_zero``: what a step
+        retrieves is 0 until training finds it worth something, so a network that adds it to its
+        output starts as the same network without attention."""
         super().__init__()
         self.segment = segment
         self.content = AdditiveScore(query_size, state_size, query_size, heads)  # size: as `states` has it
         self.positions = StepPositions(horizon, lookback, POSITION_SIZE, season)
         self.position = AdditiveScore(POSITION_SIZE, POSITION_SIZE, POSITION_SIZE, heads)
+        self.lags = LagScores(horizon, lookback, heads) if lag_scores else None
         self.calendar_columns = calendar
         self.calendar = None
         if calendar is not None:
             self.calendar = AdditiveScore(calendar.size, calendar.size, CALENDAR_SIZE, heads)
         self.state_values = nn.Linear(state_size, value_size)
         self.input_values = nn.Linear(input_size, value_size, bias=False)
+        if values_start_at_zero:
+            for parameter in (self.state_values.weight, self.state_values.bias, self.input_values.weight):
+                nn.init.zeros_(parameter)
 
     def position_scores(self) -> torch.Tensor:
         forecast, lookback = self.positions()  # (H, P), (L, P)
-        return self.position(forecast, self.position.keys(lookback))  # (m, H, L)
+        scores = self.position(forecast, self.position.keys(lookback))  # (m, H, L)
+        return scores if self.lags is None else scores + self.lags()  # (m, H, L)
 
     def align(
         self,

@@ -93,7 +93,7 @@ def test_the_probes_alignment_table_averages_the_runs_that_recorded_one():
     lines = alignment_table([probe([], 0.9), probe([], 0.7), probe(["model.attention_heads=4"], 0.8)])
     rows = [line for line in lines if line.startswith("| seg-seq2seq-attention")]
     assert rows == [
-        "| seg-seq2seq-attention (steps layout) | 96 | (unchanged) | 0.800 | 0.100 | 5.0% (4.0%) | 2 |",
-        "| seg-seq2seq-attention (steps layout) | 96 | model.attention_heads=4 | 0.800 | 0.100 | 5.0% (4.0%) | 1 |",
+        "| seg-seq2seq-attention (lags layout) | 96 | (unchanged) | 0.800 | 0.100 | 5.0% (4.0%) | 2 |",
+        "| seg-seq2seq-attention (lags layout) | 96 | model.attention_heads=4 | 0.800 | 0.100 | 5.0% (4.0%) | 1 |",
     ]
     assert alignment_table([probe([], 0.9, k=1)]) == []  # another selection rule's probes: not shown

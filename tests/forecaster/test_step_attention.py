@@ -1,4 +1,4 @@
-"""The `steps` attention layout (issue 41): a query per forecast step over a key per look-back
+"""The `lags` and `steps` attention layouts (issue 41): a query per forecast step over a key per look-back
 step; its factored weights are the plain softmax's; it learns to look where the future repeats
 the past; models saved with the earlier `states` layout load and forecast as they did."""
 
@@ -13,6 +13,7 @@ import torch
 from forecaster.config import ForecastConfig, ModelConfig, with_attention_layout_of_its_time
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
+from forecaster.models.lag_scores import LAG_SCORE_SCALE, LagScores
 from forecaster.models.output import Forecast
 from forecaster.models.step_attention import Alignment, mix, per_forecast_step, segment_softmax
 from forecaster.predictor import META_FILE, Predictor
@@ -70,13 +71,18 @@ def test_the_factored_softmax_and_mix_are_the_plain_ones(shared):
     )
 
 
-def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation():
-    """Every forecast step t: softmax_i(content(s_t, h_i//w) + position(t, i) + calendar(t, i)), and
-    its output is the segment state's value for t plus what those weights retrieve."""
-    network = seq2seq(cell="gru", attention_heads=M)
+@pytest.mark.parametrize("layout", ["lags", "steps"])
+def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(layout):
+    """Every forecast step t: softmax_i(content(s_t, h_i//w) + position(t, i) + calendar(t, i)
+    [+ lag(t + L - i)]), and its output is its segment's value for t plus what those weights
+    retrieve: `lags` emits from [s_t, the encoder's final state] as the network without attention
+    does, `steps` from s_t alone."""
+    network = seq2seq(cell="gru", attention_heads=M, attention_layout=layout)
     attention, seen = network.attention, {}
-    network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0]))
+    network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0], final=out[1]))
     network.direct.rnn.register_forward_hook(lambda m, i, out: seen.update(states=out[0]))
+    if layout == "lags":  # trained lag scores are not flat: make them so, or they would add nothing
+        torch.nn.init.normal_(attention.lags.lag_score, std=0.01)
     past, future = inputs()
     out = network(past, future)
     encoded, states = seen["encoded"], seen["states"]  # (B, L/w, C), (B, H/w, hidden)
@@ -84,12 +90,36 @@ def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation():
     content = content.repeat_interleave(W, dim=-2).repeat_interleave(W, dim=-1)  # (B, m, H, L)
     columns = attention.calendar_columns
     calendar = attention.calendar(columns.of_future(future), attention.calendar.keys(columns.of_past(past)))
-    scores = content + attention.position_scores() + calendar  # (B, m, H, L)
+    position = attention.position(*(lambda f, lb: (f, attention.position.keys(lb)))(*attention.positions()))
+    lag = torch.zeros(M, H, L)
+    if layout == "lags":
+        lags = torch.arange(H)[:, None] + L - torch.arange(L)[None, :]  # (H, L): t + L - i
+        lag = LAG_SCORE_SCALE * attention.lags.lag_score[:, lags - 1]  # (m, H, L)
+    scores = content + position + lag + calendar  # (B, m, H, L)
     weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, H, L): the mean over heads
     torch.testing.assert_close(out.attention_per_step(), weights)
     values = attention.state_values(encoded).repeat_interleave(W, dim=1) + attention.input_values(past)
-    emitted = network.direct.output(states).reshape(B, H)  # (B, H): w values per segment state
+    read = states  # (B, H/w, hidden)
+    if layout == "lags":
+        read = torch.cat([states, seen["final"][-1].unsqueeze(1).expand(-1, H // W, -1)], dim=-1)
+    emitted = network.direct.output(read).reshape(B, H)  # (B, H): w values per segment
     torch.testing.assert_close(out.mean, emitted + torch.bmm(weights, values).squeeze(-1))
+
+
+def test_the_lags_layouts_attention_starts_as_the_network_without_it():
+    """What a step retrieves starts at 0 and the lag scores flat: at initialisation the `lags`
+    network forecasts what its output layer makes of [s_t, the encoder's final state] alone, the
+    output path the same network without attention has; training grows the attention's part."""
+    network, seen = seq2seq(cell="gru"), {}
+    network.encoder.register_forward_hook(lambda m, i, out: seen.update(final=out[1]))
+    network.direct.rnn.register_forward_hook(lambda m, i, out: seen.update(states=out[0]))
+    attention = network.attention
+    assert torch.count_nonzero(attention.lags.lag_score) == 0
+    out = network(*inputs())
+    fixed = seen["final"][-1].unsqueeze(1).expand(-1, H // W, -1)  # (B, H/w, hidden)
+    emitted = network.direct.output(torch.cat([seen["states"], fixed], dim=-1)).reshape(B, H)
+    torch.testing.assert_close(out.mean, emitted, rtol=0, atol=0)
+    assert not torch.allclose(out.attention_per_step()[:, 0], out.attention_per_step()[:, 1])
 
 
 @pytest.mark.parametrize(
@@ -231,3 +261,16 @@ def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
         {"model": {"architecture": "seq2seq", "attention_layout": "steps"}},
     ):
         assert with_attention_layout_of_its_time(unchanged) == unchanged
+
+
+def test_a_lag_score_weighs_the_same_lag_from_every_forecast_step():
+    """The `lags` block is a function of t + L - i alone: forecast step t + 1's row is step t's
+    shifted by one look-back step, so a learned "24 hours back" moves along with the forecast."""
+    scores_of = LagScores(H, L, heads=M)
+    torch.nn.init.normal_(scores_of.lag_score)
+    scores = scores_of()  # (m, H, L)
+    assert scores.shape == (M, H, L)
+    torch.testing.assert_close(scores[:, 1:, 1:], scores[:, :-1, :-1])
+    lag = torch.arange(H)[:, None] + L - torch.arange(L)[None, :]  # (H, L)
+    torch.testing.assert_close(scores, LAG_SCORE_SCALE * scores_of.lag_score[:, lag - 1])
+    assert LagScores(H, L, heads=1)().abs().max() == 0  # no lag preferred before training
