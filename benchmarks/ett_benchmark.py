@@ -622,9 +622,19 @@ def rank_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
     return lines
 
 
+def run_fit_seconds(run: dict) -> float:
+    """The fit alone where the run recorded it (since issue 41), else the whole run."""
+    return run.get("train_seconds") or run["seconds"]
+
+
+def fit_seconds(row: Row) -> float:
+    """Mean over seeds of the fit's seconds."""
+    return statistics.mean(run_fit_seconds(r) for r in row.runs)
+
+
 def epoch_seconds(row: Row) -> float:
     """Mean over seeds of the fit's seconds per epoch."""
-    return statistics.mean((r.get("train_seconds") or r["seconds"]) / r["epochs"] for r in row.runs)
+    return statistics.mean(run_fit_seconds(r) / r["epochs"] for r in row.runs)
 
 
 def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
@@ -670,15 +680,10 @@ def attention_table(rows: dict[tuple[int, str, int], Row]) -> list[str]:
             naive = with_attention.runs[0]["test"]["naive"]["mse"]
             wins += a < b
             beats_naive += a < naive
-            fit = [
-                statistics.mean(r.get("train_seconds") or r["seconds"] for r in row.runs)
-                for row in (with_attention, without)
-            ]
+            fit = [fit_seconds(row) for row in (with_attention, without)]
             timing, ratio, per_epoch = f"{fit[0]:.0f} / {fit[1]:.0f} / -", "", ""
             if reference is not None:
-                reference_fit = statistics.mean(
-                    r.get("train_seconds") or r["seconds"] for r in reference.runs
-                )
+                reference_fit = fit_seconds(reference)
                 timing = f"{fit[0]:.0f} / {fit[1]:.0f} / {reference_fit:.0f}"
                 ratios.append(fit[0] / reference_fit)
                 ratio = f"{ratios[-1]:.2f}"
@@ -740,12 +745,8 @@ def timing_against(row: Row, reference: Row | None, network: str) -> str:
     same = Row([r for r in reference.runs if r["commit"] in commits])
     if not same.runs:
         return ""
-
-    def fit(of: Row) -> float:
-        return statistics.mean(r.get("train_seconds") or r["seconds"] for r in of.runs)
-
     return (
-        f"{fit(row):.0f} s / {fit(same):.0f} s = {fit(row) / fit(same):.2f}x; "
+        f"{fit_seconds(row):.0f} s / {fit_seconds(same):.0f} s = {fit_seconds(row) / fit_seconds(same):.2f}x; "
         f"per epoch {epoch_seconds(row) / epoch_seconds(same):.2f}x"
     )
 

@@ -25,12 +25,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from forecaster.alignment import lags
+
 LAG_SCORE_SCALE = 100.0
 
 
 def lag_index(horizon: int, lookback: int) -> torch.Tensor:
-    """(H, L): lag - 1 = t + L - i - 1 of look-back step i for forecast step t, in 0 .. L + H - 2."""
-    return torch.arange(horizon).unsqueeze(1) + lookback - 1 - torch.arange(lookback).unsqueeze(0)
+    """(H, L): lag - 1 of look-back step i for forecast step t, in 0 .. L + H - 2; the lag is the
+    one the alignment metrics read (``forecaster.alignment.lags``)."""
+    return torch.from_numpy(lags(horizon, lookback)) - 1
 
 
 class LagScores(nn.Module):

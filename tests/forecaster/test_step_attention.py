@@ -90,7 +90,8 @@ def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(la
     content = content.repeat_interleave(W, dim=-2).repeat_interleave(W, dim=-1)  # (B, m, H, L)
     columns = attention.calendar_columns
     calendar = attention.calendar(columns.of_future(future), attention.calendar.keys(columns.of_past(past)))
-    position = attention.position(*(lambda f, lb: (f, attention.position.keys(lb)))(*attention.positions()))
+    forecast_positions, lookback_positions = attention.positions()  # (H, P), (L, P)
+    position = attention.position(forecast_positions, attention.position.keys(lookback_positions))
     lag = torch.zeros(M, H, L)
     if layout == "lags":
         lags = torch.arange(H)[:, None] + L - torch.arange(L)[None, :]  # (H, L): t + L - i
