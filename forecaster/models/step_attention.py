@@ -30,9 +30,9 @@ Values: what a step retrieves is its own inputs (the scaled value, and its calen
 and, unless ``retrieves_states`` is off, its encoder state too: attending to yesterday's hour
 retrieves yesterday's value at that hour, not a summary of the day it belongs to. The direct
 decoder's `lags` attention retrieves the inputs alone by default (``attention_values: inputs``):
-chosen on ETTh1's selection period (benchmarks/README.md, issue 41), where retrieving the encoder
-states too let the attention fit more than it should at L=336 (selection MSE up to 1.08x the
-network without attention; with the inputs alone at most 1.003x), and the rows came out sharper.
+chosen on ETTh1's selection period (benchmarks/README.md, issue 41): retrieving the encoder
+states too, the attention model's selection MSE was up to 1.08x the network without attention's
+(L=336); with the inputs alone at most 1.003x, and the rows came out sharper.
 
 Heads (``heads``): several weightings of the same pairs, whose mean is the attention, as the
 Temporal Fusion Transformer's interpretable multi-head attention has it (Lim et al. 2021): the
