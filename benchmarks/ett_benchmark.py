@@ -81,8 +81,9 @@ NETWORKS = {
     "seg-gru": {"cell": "gru", "hidden_size": 128, "layers": 1, "segment_length": 24},
     # the seq2seq + attention model at full strength: a GRU encoder over one-day segments, the
     # direct decoder emitting one day per step, and every forecast step attending over every
-    # look-back step (the `lags` layout, issue 41's second pass; its runs with the earlier layouts,
-    # `steps` and one query per decoder day over the encoder days, are in
+    # look-back step (the `lags` layout, retrieving the look-back's own inputs: issue 41's third
+    # pass; its runs with the earlier layouts and values, `lags` retrieving encoder states too,
+    # `steps`, and one query per decoder day over the encoder days, are in
     # results/ett-runs-superseded.jsonl)
     "seg-seq2seq-attention": {
         "architecture": "seq2seq",
@@ -90,6 +91,7 @@ NETWORKS = {
         "cell": "gru",
         "attention": "bahdanau",
         "attention_layout": "lags",
+        "attention_values": "inputs",
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
@@ -114,6 +116,7 @@ NETWORKS = {
         "cell": "lstm",
         "attention": "bahdanau",
         "attention_layout": "lags",
+        "attention_values": "inputs",
         "hidden_size": 64,
         "layers": 2,
         "segment_length": 24,

@@ -176,6 +176,15 @@ class ModelConfig(StrictModel):
         "attention (the Temporal Fusion Transformer's interpretable heads: they share the values, so "
         "the mean of their weights is exactly what the model retrieves)",
     )
+    attention_values: Literal["inputs", "states_and_inputs"] = Field(
+        "inputs",
+        description="seq2seq attention, `lags` layout with the direct decoder: what a forecast step's "
+        "weights retrieve and add to its output. `inputs`: the look-back steps' own inputs (the "
+        "scaled values and calendar), projected, so what the attention adds is a weighted sum of past "
+        'observations, and "24 hours back" retrieves the value 24 hours back; `states_and_inputs`: '
+        "their encoder states too (models saved before this field keep it). The step-by-step "
+        "decoder's RNN reads what it retrieves as its context, which always holds the states",
+    )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",
         description="seq2seq: `autoregressive` steps through H feeding back its own prediction "
@@ -355,9 +364,15 @@ class ForecastConfig(StrictModel):
 def with_attention_layout_of_its_time(config: dict) -> dict:
     """A saved config as its network was built: before issue 41 every attention model had the
     `states` layout (one query per decoder state), and its saved config has no
-    ``model.attention_layout``; such a model loads with that layout and forecasts as it did."""
+    ``model.attention_layout``; a `lags` model saved before ``model.attention_values`` retrieved
+    its steps' encoder states with their inputs. Such a model loads as it was built and forecasts
+    as it did."""
     model = config.get("model", {})
     attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
-    if not attends or "attention_layout" in model:
+    if not attends:
         return config
-    return {**config, "model": {**model, "attention_layout": "states"}}
+    if "attention_layout" not in model:
+        return {**config, "model": {**model, "attention_layout": "states"}}
+    if model["attention_layout"] == "lags" and "attention_values" not in model:
+        return {**config, "model": {**model, "attention_values": "states_and_inputs"}}
+    return config

@@ -52,6 +52,7 @@ def build_network(
             highway=config.highway,
             attention_layout=config.attention_layout,
             attention_heads=config.attention_heads,
+            attention_values=config.attention_values,
             lookback=lookback,
             season=season,
             calendar=CalendarColumns(series_features, future_covariates, calendar_features)

@@ -1,12 +1,14 @@
 """Seq2seq encoder-decoder, with or without attention.
 
 Without attention the decoder sees one fixed context vector (the encoder's final state): the
-bottleneck the textbooks describe. With attention (``step_attention.py``, the `lags` layout by default) every
-forecast step has its own query (decoder state, position, calendar) over a key per look-back step
-(encoder state, position, calendar), with a learned score per lag between them, and retrieves that
-step's encoder state and inputs. The `steps` layout (models saved between the first and second
-passes of issue 41) is the same without the lag scores, with a direct decoder that emits from its
-own state alone. Two
+bottleneck the textbooks describe. With attention (``step_attention.py``, the `lags` layout by
+default) every forecast step has its own query (decoder state, position, calendar) over a key per
+look-back step (encoder state, position, calendar), with a learned score per lag between them, and
+retrieves that step's own inputs (the direct decoder with ``attention_values: inputs``, the
+default) or its encoder state with them. The attention's initial weights are drawn from a copy of
+the random stream, so with one seed the rest of the network starts as the same network without
+attention does. The `steps` layout (models saved between the first and second passes of issue 41)
+is the same without the lag scores, with a direct decoder that emits from its own state alone. Two
 decoders: ``autoregressive`` feeds back its own previous output (teacher forcing may replace it
 during training), one step at a time; ``direct`` (``direct_decoder.py``) sees only known-future
 inputs, so it runs all H steps in one fused recurrent call and attends for all of them at once.
@@ -70,9 +72,12 @@ class Seq2SeqForecaster(nn.Module):
         season: int = 1,
         calendar: CalendarColumns | None = None,
         attention_heads: int = 1,
+        attention_values: str = "states_and_inputs",
     ) -> None:
         """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
-        positions; ``calendar`` says where its calendar features are in the inputs."""
+        positions; ``calendar`` says where its calendar features are in the inputs;
+        ``attention_values``: what the direct decoder's `lags` attention retrieves (the step-by-step
+        decoder's RNN reads what it retrieves as its context, which always holds the states)."""
         super().__init__()
         if (segment_length or highway) and decoder != "direct":
             raise ValueError("segment_length and highway need the direct decoder")
@@ -93,28 +98,35 @@ class Seq2SeqForecaster(nn.Module):
         self.bridge_c = StateBridge(layers, self.directions, hidden_size) if self.is_lstm else None
         outputs = max(1, len(self.quantiles))
         self.attention: BahdanauAttention | StepAttention | None = None
-        if attention != "none" and attention_layout == "states":
-            self.attention = BahdanauAttention(hidden_size, context_size, hidden_size)
-        elif attention != "none":
-            if lookback is None:
-                raise ValueError("the `steps` attention layout needs the look-back length")
-            self.attention = StepAttention(
-                query_size=hidden_size,
-                state_size=context_size,
-                input_size=step_size,
-                # the direct decoder adds what a step retrieves to its outputs; the step-by-step
-                # one reads it as its context
-                value_size=outputs if decoder == "direct" else context_size,
-                horizon=horizon,
-                lookback=lookback,
-                segment=self.segment,
-                season=season,
-                calendar=calendar,
-                heads=attention_heads,
-                lag_scores=attention_layout == "lags",
-                # the direct decoder adds what a step retrieves to the no-attention network's output
-                values_start_at_zero=attention_layout == "lags" and decoder == "direct",
-            )
+        residual = attention_layout == "lags" and decoder == "direct"
+        # the attention's initial weights come from a copy of the random stream, so the rest of the
+        # network starts (and, with no randomness in the attention's forward pass, trains on the
+        # same batches) exactly as the same network without attention: with one seed, the
+        # ablation compares the two from one starting point
+        with torch.random.fork_rng(devices=[]):
+            if attention != "none" and attention_layout == "states":
+                self.attention = BahdanauAttention(hidden_size, context_size, hidden_size)
+            elif attention != "none":
+                if lookback is None:
+                    raise ValueError("the `steps` attention layout needs the look-back length")
+                self.attention = StepAttention(
+                    query_size=hidden_size,
+                    state_size=context_size,
+                    input_size=step_size,
+                    # the direct decoder adds what a step retrieves to its outputs; the step-by-step
+                    # one reads it as its context
+                    value_size=outputs if decoder == "direct" else context_size,
+                    horizon=horizon,
+                    lookback=lookback,
+                    segment=self.segment,
+                    season=season,
+                    calendar=calendar,
+                    heads=attention_heads,
+                    lag_scores=attention_layout == "lags",
+                    # the direct decoder adds what a step retrieves to the no-attention network's output
+                    values_start_at_zero=residual,
+                    retrieves_states=not (residual and attention_values == "inputs"),
+                )
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(
                 cell,

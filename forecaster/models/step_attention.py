@@ -26,9 +26,13 @@ Each block is computed where it varies, which is what keeps all H x L pairs affo
 The softmax over the L steps factors over segments (``segment_softmax``), so nothing of size
 B x H x L is made unless the calendar block needs it or a caller asks for the weights per step.
 
-Values: what a step retrieves is its encoder state and its own inputs (the scaled value, and its
-calendar), projected: attending to yesterday's hour retrieves yesterday's value at that hour, not
-a summary of the day it belongs to.
+Values: what a step retrieves is its own inputs (the scaled value, and its calendar), projected,
+and, unless ``retrieves_states`` is off, its encoder state too: attending to yesterday's hour
+retrieves yesterday's value at that hour, not a summary of the day it belongs to. The direct
+decoder's `lags` attention retrieves the inputs alone by default (``attention_values: inputs``):
+chosen on ETTh1's selection period (benchmarks/README.md, issue 41): retrieving the encoder
+states too, the attention model's selection MSE was up to 1.08x the network without attention's
+(L=336); with the inputs alone at most 1.003x, and the rows came out sharper.
 
 Heads (``heads``): several weightings of the same pairs, whose mean is the attention, as the
 Temporal Fusion Transformer's interpretable multi-head attention has it (Lim et al. 2021): the
@@ -110,16 +114,17 @@ def segment_softmax(segment_scores: torch.Tensor, step_scores: torch.Tensor, seg
     return Alignment(weights, within)
 
 
-def mix(alignment: Alignment, segment_values: torch.Tensor, step_values: torch.Tensor) -> torch.Tensor:
+def mix(alignment: Alignment, segment_values: torch.Tensor | None, step_values: torch.Tensor) -> torch.Tensor:
     """The mean over heads of sum_i alpha[t, i] (segment_values[i // w] + step_values[i]), for
     every forecast step t.
 
-    segment_values (B, L/w, V), step_values (B, L, V) -> (B, H, V).
+    segment_values (B, L/w, V) or None (nothing per segment), step_values (B, L, V) -> (B, H, V).
     """
     weights, within = alignment
     if within is None:  # w = 1: the segments are the steps
-        return torch.bmm(weights.mean(dim=1), segment_values + step_values)  # (B, H, V)
-    from_segments = torch.bmm(weights.mean(dim=1), segment_values)  # (B, H, V)
+        values = step_values if segment_values is None else segment_values + step_values  # (B, L, V)
+        return torch.bmm(weights.mean(dim=1), values)  # (B, H, V)
+    from_segments = 0 if segment_values is None else torch.bmm(weights.mean(dim=1), segment_values)
     batch, heads, _, segments = weights.shape
     steps = step_values.reshape(batch, segments, -1, step_values.shape[-1])  # (B, L/w, w, V)
     shares = within.unflatten(-1, (segments, -1))  # (..., m, H, L/w, w)
@@ -154,6 +159,7 @@ class StepAttention(nn.Module):
         heads: int = 1,
         lag_scores: bool = False,
         values_start_at_zero: bool = False,
+        retrieves_states: bool = True,
     ) -> None:
         """``query_size``: the decoder state's; ``state_size``:
         an encoder state's (C); ``input_size``: a look-back step's inputs (the values it also
@@ -161,7 +167,10 @@ class StepAttention(nn.Module):
         decoder, whose output adds it; C for the step-by-step one, whose RNN reads it).
         ``lag_scores``: the `lags` layout's score per lag; ``values_start_at_zero``: what a step
         retrieves is 0 until training finds it worth something, so a network that adds it to its
-        output starts as the same network without attention."""
+        output starts as the same network without attention. ``retrieves_states``: what a step
+        retrieves includes its encoder state; without it, only the look-back step's own inputs
+        (``attention_values: inputs``), so what the attention adds is a weighted sum of past
+        observations, and it reaches the encoder only through its scores."""
         super().__init__()
         self.segment = segment
         self.content = AdditiveScore(query_size, state_size, query_size, heads)  # size: as `states` has it
@@ -172,11 +181,20 @@ class StepAttention(nn.Module):
         self.calendar = None
         if calendar is not None:
             self.calendar = AdditiveScore(calendar.size, calendar.size, CALENDAR_SIZE, heads)
-        self.state_values = nn.Linear(state_size, value_size)
+        self.state_values = nn.Linear(state_size, value_size) if retrieves_states else None
         self.input_values = nn.Linear(input_size, value_size, bias=False)
         if values_start_at_zero:
-            for parameter in (self.state_values.weight, self.state_values.bias, self.input_values.weight):
+            for parameter in self.values_parameters():
                 nn.init.zeros_(parameter)
+
+    def values_parameters(self) -> list[nn.Parameter]:
+        layers = [self.input_values] if self.state_values is None else [self.state_values, self.input_values]
+        return [parameter for layer in layers for parameter in layer.parameters()]
+
+    def state_values_of(self, encoded: torch.Tensor) -> torch.Tensor | None:
+        """(B, L/w, C) -> (B, L/w, V): what an encoder state adds to its steps' values; None
+        where the values are the inputs alone."""
+        return None if self.state_values is None else self.state_values(encoded)
 
     def position_scores(self) -> torch.Tensor:
         forecast, lookback = self.positions()  # (H, P), (L, P)
@@ -202,7 +220,7 @@ class StepAttention(nn.Module):
 
     def retrieve(self, alignment: Alignment, encoded: torch.Tensor, past: torch.Tensor) -> torch.Tensor:
         """(B, H, V): what each forecast step's weights retrieve, encoder states and inputs."""
-        return mix(alignment, self.state_values(encoded), self.input_values(past))
+        return mix(alignment, self.state_values_of(encoded), self.input_values(past))
 
     def keys(self, encoded: torch.Tensor, past: torch.Tensor, future: torch.Tensor | None) -> StepKeys:
         """The step-by-step decoder's keys and values (w = 1: an encoder state per step)."""

@@ -71,18 +71,23 @@ def test_the_factored_softmax_and_mix_are_the_plain_ones(shared):
     )
 
 
-@pytest.mark.parametrize("layout", ["lags", "steps"])
-def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(layout):
+@pytest.mark.parametrize(
+    "layout, retrieved", [("lags", "inputs"), ("lags", "states_and_inputs"), ("steps", "states_and_inputs")]
+)
+def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(layout, retrieved):
     """Every forecast step t: softmax_i(content(s_t, h_i//w) + position(t, i) + calendar(t, i)
     [+ lag(t + L - i)]), and its output is its segment's value for t plus what those weights
     retrieve: `lags` emits from [s_t, the encoder's final state] as the network without attention
-    does, `steps` from s_t alone."""
-    network = seq2seq(cell="gru", attention_heads=M, attention_layout=layout)
+    does, `steps` from s_t alone; `inputs` retrieves the look-back steps' own inputs alone, the
+    others their encoder states too."""
+    network = seq2seq(cell="gru", attention_heads=M, attention_layout=layout, attention_values=retrieved)
     attention, seen = network.attention, {}
     network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0], final=out[1]))
     network.direct.rnn.register_forward_hook(lambda m, i, out: seen.update(states=out[0]))
-    if layout == "lags":  # trained lag scores are not flat: make them so, or they would add nothing
+    if layout == "lags":  # trained lag scores and values are not 0: make them so, or they would add nothing
         torch.nn.init.normal_(attention.lags.lag_score, std=0.01)
+        for parameter in attention.values_parameters():
+            torch.nn.init.normal_(parameter)
     past, future = inputs()
     out = network(past, future)
     encoded, states = seen["encoded"], seen["states"]  # (B, L/w, C), (B, H/w, hidden)
@@ -99,12 +104,35 @@ def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(la
     scores = content + position + lag + calendar  # (B, m, H, L)
     weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, H, L): the mean over heads
     torch.testing.assert_close(out.attention_per_step(), weights)
-    values = attention.state_values(encoded).repeat_interleave(W, dim=1) + attention.input_values(past)
+    values = attention.input_values(past)  # (B, L, 1): each look-back step's own inputs
+    if retrieved == "inputs":
+        assert attention.state_values is None
+    else:
+        values = values + attention.state_values(encoded).repeat_interleave(W, dim=1)
     read = states  # (B, H/w, hidden)
     if layout == "lags":
         read = torch.cat([states, seen["final"][-1].unsqueeze(1).expand(-1, H // W, -1)], dim=-1)
     emitted = network.direct.output(read).reshape(B, H)  # (B, H): w values per segment
     torch.testing.assert_close(out.mean, emitted + torch.bmm(weights, values).squeeze(-1))
+
+
+@pytest.mark.parametrize(
+    "decoder, segment", [("direct", W), ("autoregressive", 0)], ids=["direct", "stepwise"]
+)
+def test_a_seed_starts_the_network_around_the_attention_as_it_starts_without_it(decoder, segment):
+    """The attention draws its initial weights from a copy of the random stream: with one seed, the
+    rest of the network starts with the very weights the same network without attention has, and
+    what is drawn next (the first batches' order) is the same, so an ablation's two runs of one
+    seed start from one point and differ by what the attention does."""
+    with_attention = seq2seq(decoder, segment, cell="gru")
+    drawn_next = torch.rand(5)
+    without = seq2seq(decoder, segment, cell="gru", attention="none")
+    torch.testing.assert_close(torch.rand(5), drawn_next, rtol=0, atol=0)
+    around = {name: p for name, p in with_attention.named_parameters() if not name.startswith("attention.")}
+    shared = dict(without.named_parameters())
+    assert around.keys() == shared.keys()
+    for name, parameter in around.items():
+        torch.testing.assert_close(parameter, shared[name], rtol=0, atol=0, msg=name)
 
 
 def test_the_lags_layouts_attention_starts_as_the_network_without_it():
@@ -201,7 +229,7 @@ def test_the_attention_learns_to_look_at_the_lag_the_future_copies(one_thread):
     assert torch.nn.functional.mse_loss(out.mean, target) < 0.05  # it copies (noise variance: 1)
 
 
-def saved_predictor(tmp_path, layout: str) -> Predictor:
+def saved_predictor(tmp_path, layout: str, **model) -> Predictor:
     config = ForecastConfig.model_validate(
         {
             "data": {"path": "x.csv", "time_column": "t", "target": "y"},
@@ -213,6 +241,7 @@ def saved_predictor(tmp_path, layout: str) -> Predictor:
                 "attention_layout": layout,
                 "hidden_size": 8,
                 "layers": 1,
+                **model,
             },
         }
     )
@@ -253,13 +282,33 @@ def test_a_model_saved_with_the_steps_layout_keeps_it(tmp_path):
     assert not np.allclose(weights[:, 0], weights[:, 1])  # its own row per forecast step
 
 
+def test_a_lags_model_saved_before_attention_values_loads_and_forecasts_as_it_did(tmp_path):
+    """A `lags` model saved before model.attention_values retrieved its steps' encoder states
+    with their inputs: it loads that way, with every saved weight, and gives the same forecasts."""
+    before = saved_predictor(tmp_path, "lags", attention_values="states_and_inputs")
+    torch.nn.init.normal_(before.network.network.attention.state_values.weight)  # trained: not 0
+    before.save(tmp_path / "lags")
+    meta = json.loads((tmp_path / "lags" / META_FILE).read_text())
+    del meta["config"]["model"]["attention_values"]  # as it was saved then
+    (tmp_path / "lags" / META_FILE).write_text(json.dumps(meta))
+    loaded = Predictor.load(tmp_path / "lags")
+    assert loaded.config.model.attention_values == "states_and_inputs"
+    windows = np.random.default_rng(0).normal(10, 2, size=(5, L))
+    then, now = before.predict(windows, return_attention=True), loaded.predict(windows, return_attention=True)
+    np.testing.assert_array_equal(now.mean, then.mean)
+    np.testing.assert_array_equal(now.attention, then.attention)
+
+
 def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
     old = {"model": {"architecture": "seq2seq", "attention": "bahdanau"}}
     assert with_attention_layout_of_its_time(old)["model"]["attention_layout"] == "states"
+    lags = {"model": {"architecture": "seq2seq", "attention_layout": "lags"}}
+    assert with_attention_layout_of_its_time(lags)["model"]["attention_values"] == "states_and_inputs"
     for unchanged in (
         {"model": {"architecture": "seq2seq", "attention": "none"}},
         {"model": {"architecture": "many_to_one"}},
         {"model": {"architecture": "seq2seq", "attention_layout": "steps"}},
+        {"model": {"architecture": "seq2seq", "attention_layout": "lags", "attention_values": "inputs"}},
     ):
         assert with_attention_layout_of_its_time(unchanged) == unchanged
 
