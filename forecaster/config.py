@@ -163,8 +163,9 @@ class ModelConfig(StrictModel):
         description="seq2seq attention: `lags`: every forecast step has its own query (the decoder "
         "state, its position and calendar) over a key per look-back step (its encoder state, position "
         "and calendar), plus a learned score per lag between them, and retrieves that step's inputs "
-        "with its state; the direct decoder adds what is retrieved, starting from zero, to the output "
-        "of the same network without attention (forecaster/models/step_attention.py, lag_scores.py); "
+        "(and its state: `attention_values`); the direct decoder adds what is retrieved, starting "
+        "from zero, to the output of the same network without attention "
+        "(forecaster/models/step_attention.py, lag_scores.py); "
         "`steps`: the same without the lag scores, the direct decoder emitting from its own state "
         "alone (models saved with it keep it); `states`: one query per decoder state over the encoder "
         "states (a segment model's days), which a model saved without this field loads as",

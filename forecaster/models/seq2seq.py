@@ -72,13 +72,15 @@ class Seq2SeqForecaster(nn.Module):
         season: int = 1,
         calendar: CalendarColumns | None = None,
         attention_heads: int = 1,
-        attention_values: str = "states_and_inputs",
+        attention_values: str = "inputs",
     ) -> None:
         """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
         positions; ``calendar`` says where its calendar features are in the inputs;
         ``attention_values``: what the direct decoder's `lags` attention retrieves (the step-by-step
         decoder's RNN reads what it retrieves as its context, which always holds the states)."""
         super().__init__()
+        if attention_values not in ("inputs", "states_and_inputs"):
+            raise ValueError(f"attention_values {attention_values!r}: 'inputs' or 'states_and_inputs'")
         if (segment_length or highway) and decoder != "direct":
             raise ValueError("segment_length and highway need the direct decoder")
         self.horizon = horizon

@@ -219,7 +219,8 @@ class StepAttention(nn.Module):
         return segment_softmax(content, steps, self.segment)
 
     def retrieve(self, alignment: Alignment, encoded: torch.Tensor, past: torch.Tensor) -> torch.Tensor:
-        """(B, H, V): what each forecast step's weights retrieve, encoder states and inputs."""
+        """(B, H, V): what each forecast step's weights retrieve: the inputs, and the encoder states
+        where the values hold them (``retrieves_states``)."""
         return mix(alignment, self.state_values_of(encoded), self.input_values(past))
 
     def keys(self, encoded: torch.Tensor, past: torch.Tensor, future: torch.Tensor | None) -> StepKeys:

@@ -15,6 +15,7 @@ from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
 from forecaster.models.lag_scores import LAG_SCORE_SCALE, LagScores
 from forecaster.models.output import Forecast
+from forecaster.models.seq2seq import Seq2SeqForecaster
 from forecaster.models.step_attention import Alignment, mix, per_forecast_step, segment_softmax
 from forecaster.predictor import META_FILE, Predictor
 
@@ -297,6 +298,14 @@ def test_a_lags_model_saved_before_attention_values_loads_and_forecasts_as_it_di
     then, now = before.predict(windows, return_attention=True), loaded.predict(windows, return_attention=True)
     np.testing.assert_array_equal(now.mean, then.mean)
     np.testing.assert_array_equal(now.attention, then.attention)
+
+
+def test_an_unknown_attention_values_setting_is_refused_by_name():
+    """The config refuses it first; a network built in code must not read it as another value."""
+    with pytest.raises(ValueError, match="attention_values 'states'"):
+        Seq2SeqForecaster(
+            F, H, lookback=L, decoder="direct", attention_layout="lags", attention_values="states"
+        )
 
 
 def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
