@@ -17,7 +17,7 @@ from forecaster.models.lag_scores import LAG_SCORE_SCALE, LagScores
 from forecaster.models.output import Forecast
 from forecaster.models.seq2seq import Seq2SeqForecaster
 from forecaster.models.step_attention import Alignment, mix, per_forecast_step, segment_softmax
-from forecaster.predictor import META_FILE, Predictor
+from forecaster.predictor import META_FILE, Prediction, Predictor
 
 B, L, H, F, K, W, M = 4, 12, 8, 2, 3, 4, 3  # windows, look-back, horizon, series, calendar, segment, heads
 HOURLY = 24
@@ -255,19 +255,31 @@ def saved_predictor(tmp_path, layout: str, **model) -> Predictor:
     return predictor
 
 
-def test_a_model_saved_before_the_steps_layout_loads_and_forecasts_as_it_did(tmp_path):
-    """A model saved before issue 41 has no model.attention_layout in its config: it loads with the
-    `states` layout it was trained with and gives the very same forecasts and weights."""
-    before = saved_predictor(tmp_path, "states")
-    meta = json.loads((tmp_path / "states" / META_FILE).read_text())
-    del meta["config"]["model"]["attention_layout"]  # as it was saved then
-    (tmp_path / "states" / META_FILE).write_text(json.dumps(meta))
-    loaded = Predictor.load(tmp_path / "states")
-    assert loaded.config.model.attention_layout == "states"
+def loaded_as_saved_before(directory, field: str) -> Predictor:
+    """The model saved in ``directory``, loaded as it would have been saved before
+    model.``field`` existed: without it in its config."""
+    meta = json.loads((directory / META_FILE).read_text())
+    del meta["config"]["model"][field]
+    (directory / META_FILE).write_text(json.dumps(meta))
+    return Predictor.load(directory)
+
+
+def forecasts_as_before(before: Predictor, loaded: Predictor) -> Prediction:
+    """Checks that ``loaded`` gives the very forecasts and weights ``before`` gave; returns them."""
     windows = np.random.default_rng(0).normal(10, 2, size=(5, L))
     then, now = before.predict(windows, return_attention=True), loaded.predict(windows, return_attention=True)
     np.testing.assert_array_equal(now.mean, then.mean)
     np.testing.assert_array_equal(now.attention, then.attention)
+    return now
+
+
+def test_a_model_saved_before_the_steps_layout_loads_and_forecasts_as_it_did(tmp_path):
+    """A model saved before issue 41 has no model.attention_layout in its config: it loads with the
+    `states` layout it was trained with and gives the very same forecasts and weights."""
+    before = saved_predictor(tmp_path, "states")
+    loaded = loaded_as_saved_before(tmp_path / "states", "attention_layout")
+    assert loaded.config.model.attention_layout == "states"
+    now = forecasts_as_before(before, loaded)
     np.testing.assert_array_equal(
         now.attention[:, 0], now.attention[:, W - 1]
     )  # a segment's steps share a row
@@ -289,15 +301,9 @@ def test_a_lags_model_saved_before_attention_values_loads_and_forecasts_as_it_di
     before = saved_predictor(tmp_path, "lags", attention_values="states_and_inputs")
     torch.nn.init.normal_(before.network.network.attention.state_values.weight)  # trained: not 0
     before.save(tmp_path / "lags")
-    meta = json.loads((tmp_path / "lags" / META_FILE).read_text())
-    del meta["config"]["model"]["attention_values"]  # as it was saved then
-    (tmp_path / "lags" / META_FILE).write_text(json.dumps(meta))
-    loaded = Predictor.load(tmp_path / "lags")
+    loaded = loaded_as_saved_before(tmp_path / "lags", "attention_values")
     assert loaded.config.model.attention_values == "states_and_inputs"
-    windows = np.random.default_rng(0).normal(10, 2, size=(5, L))
-    then, now = before.predict(windows, return_attention=True), loaded.predict(windows, return_attention=True)
-    np.testing.assert_array_equal(now.mean, then.mean)
-    np.testing.assert_array_equal(now.attention, then.attention)
+    forecasts_as_before(before, loaded)
 
 
 def test_an_unknown_attention_values_setting_is_refused_by_name():
