@@ -188,7 +188,8 @@ class StepAttention(nn.Module):
                 nn.init.zeros_(parameter)
 
     def values_parameters(self) -> list[nn.Parameter]:
-        layers = [self.input_values] if self.state_values is None else [self.state_values, self.input_values]
+        """The projections of what a step retrieves: those the `lags` layout starts at zero."""
+        layers = [layer for layer in (self.state_values, self.input_values) if layer is not None]
         return [parameter for layer in layers for parameter in layer.parameters()]
 
     def state_values_of(self, encoded: torch.Tensor) -> torch.Tensor | None:
