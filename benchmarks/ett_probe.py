@@ -92,9 +92,12 @@ def base_runs(network: str, base: dict | None) -> list[dict]:
     """The committed runs of ``network`` in configuration ``base`` (settings and training settings);
     for ``base`` None, its runs without an attention layout, the configuration of every probe made
     before issue 41 (the segment seq2seq's are in the superseded file since)."""
+    # the superseded runs first, then the current ones: a later run of the same configuration and
+    # seed replaces an earlier one (committed_selection keeps the last), so a configuration rerun
+    # on a later commit is compared with its rerun, not with the runs it superseded
     runs = [
         r
-        for path in (bench.RAW_RESULTS, SUPERSEDED)
+        for path in (SUPERSEDED, bench.RAW_RESULTS)
         for r in bench.read_runs(path)
         if r["network"] == network
     ]

@@ -181,10 +181,20 @@ class ModelConfig(StrictModel):
         "inputs",
         description="seq2seq attention, `lags` layout with the direct decoder: what a forecast step's "
         "weights retrieve and add to its output. `inputs`: the look-back steps' own inputs (the "
-        "scaled values and calendar), projected, so what the attention adds is a weighted sum of past "
+        "scaled values; their calendar too with `attention_retrieves_calendar`), projected, so what "
+        "the attention adds is a weighted sum of past "
         'observations, and "24 hours back" retrieves the value 24 hours back; `states_and_inputs`: '
         "their encoder states too (models saved before this field keep it). The step-by-step "
         "decoder's RNN reads what it retrieves as its context, which always holds the states",
+    )
+    attention_retrieves_calendar: bool = Field(
+        False,
+        description="seq2seq attention, `lags` and `steps` layouts, with calendar features: whether what "
+        "a look-back step retrieves includes its calendar features. Off: its observed values alone "
+        "(and its encoder state where `attention_values` or the step-by-step decoder has it); a weighted "
+        "sum of past calendar encodings says nothing about the series, and on ETTh1 retrieving it left "
+        "the rows less sharp and the selection MSE higher (benchmarks/README.md, issue 41). Models saved "
+        "before this field retrieved it, and keep doing so",
     )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",
@@ -366,14 +376,18 @@ def with_attention_layout_of_its_time(config: dict) -> dict:
     """A saved config as its network was built: before issue 41 every attention model had the
     `states` layout (one query per decoder state), and its saved config has no
     ``model.attention_layout``; a `lags` model saved before ``model.attention_values`` retrieved
-    its steps' encoder states with their inputs. Such a model loads as it was built and forecasts
-    as it did."""
+    its steps' encoder states with their inputs; a `lags` or `steps` model saved before
+    ``model.attention_retrieves_calendar`` retrieved its steps' calendar features with their values.
+    Such a model loads as it was built and forecasts as it did."""
     model = config.get("model", {})
     attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
     if not attends:
         return config
     if "attention_layout" not in model:
         return {**config, "model": {**model, "attention_layout": "states"}}
+    as_built = dict(model)
     if model["attention_layout"] == "lags" and "attention_values" not in model:
-        return {**config, "model": {**model, "attention_values": "states_and_inputs"}}
-    return config
+        as_built["attention_values"] = "states_and_inputs"
+    if "attention_retrieves_calendar" not in model:
+        as_built["attention_retrieves_calendar"] = True
+    return {**config, "model": as_built} if as_built != model else config

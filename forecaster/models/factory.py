@@ -53,6 +53,7 @@ def build_network(
             attention_layout=config.attention_layout,
             attention_heads=config.attention_heads,
             attention_values=config.attention_values,
+            attention_retrieves_calendar=config.attention_retrieves_calendar,
             lookback=lookback,
             season=season,
             calendar=CalendarColumns(series_features, future_covariates, calendar_features)

@@ -73,11 +73,14 @@ class Seq2SeqForecaster(nn.Module):
         calendar: CalendarColumns | None = None,
         attention_heads: int = 1,
         attention_values: str = "inputs",
+        attention_retrieves_calendar: bool = False,
     ) -> None:
         """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
         positions; ``calendar`` says where its calendar features are in the inputs;
         ``attention_values``: what the direct decoder's `lags` attention retrieves (the step-by-step
-        decoder's RNN reads what it retrieves as its context, which always holds the states)."""
+        decoder's RNN reads what it retrieves as its context, which always holds the states);
+        ``attention_retrieves_calendar``: whether a look-back step's retrieved inputs include its
+        calendar features (``calendar``), or are its observed values alone."""
         super().__init__()
         if attention_values not in ("inputs", "states_and_inputs"):
             raise ValueError(f"attention_values {attention_values!r}: 'inputs' or 'states_and_inputs'")
@@ -128,6 +131,7 @@ class Seq2SeqForecaster(nn.Module):
                     # the direct decoder adds what a step retrieves to the no-attention network's output
                     values_start_at_zero=residual,
                     retrieves_states=not (residual and attention_values == "inputs"),
+                    retrieves_calendar=attention_retrieves_calendar,
                 )
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(

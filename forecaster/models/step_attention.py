@@ -26,8 +26,9 @@ Each block is computed where it varies, which is what keeps all H x L pairs affo
 The softmax over the L steps factors over segments (``segment_softmax``), so nothing of size
 B x H x L is made unless the calendar block needs it or a caller asks for the weights per step.
 
-Values: what a step retrieves is its own inputs (the scaled value, and its calendar), projected,
-and, unless ``retrieves_states`` is off, its encoder state too: attending to yesterday's hour
+Values: what a step retrieves is its own inputs (the scaled value; its calendar features too
+only with ``retrieves_calendar``, as models saved before that switch have it), projected, and,
+unless ``retrieves_states`` is off, its encoder state too: attending to yesterday's hour
 retrieves yesterday's value at that hour, not a summary of the day it belongs to. The direct
 decoder's `lags` attention retrieves the inputs alone by default (``attention_values: inputs``):
 chosen on ETTh1's selection period (benchmarks/README.md, issue 41): retrieving the encoder
@@ -160,6 +161,7 @@ class StepAttention(nn.Module):
         lag_scores: bool = False,
         values_start_at_zero: bool = False,
         retrieves_states: bool = True,
+        retrieves_calendar: bool = False,
     ) -> None:
         """``query_size``: the decoder state's; ``state_size``:
         an encoder state's (C); ``input_size``: a look-back step's inputs (the values it also
@@ -170,7 +172,10 @@ class StepAttention(nn.Module):
         output starts as the same network without attention. ``retrieves_states``: what a step
         retrieves includes its encoder state; without it, only the look-back step's own inputs
         (``attention_values: inputs``), so what the attention adds is a weighted sum of past
-        observations, and it reaches the encoder only through its scores."""
+        observations, and it reaches the encoder only through its scores. ``retrieves_calendar``:
+        a look-back step's retrieved inputs include its calendar features (``calendar``); without it
+        (``attention_retrieves_calendar``, the default), they are its other inputs alone (its observed
+        values): a weighted sum of past calendar encodings describes the weights, not the series."""
         super().__init__()
         self.segment = segment
         self.content = AdditiveScore(query_size, state_size, query_size, heads)  # size: as `states` has it
@@ -182,7 +187,9 @@ class StepAttention(nn.Module):
         if calendar is not None:
             self.calendar = AdditiveScore(calendar.size, calendar.size, CALENDAR_SIZE, heads)
         self.state_values = nn.Linear(state_size, value_size) if retrieves_states else None
-        self.input_values = nn.Linear(input_size, value_size, bias=False)
+        self.calendar_retrieved = calendar is None or retrieves_calendar
+        retrieved_inputs = input_size if self.calendar_retrieved else input_size - calendar.size
+        self.input_values = nn.Linear(retrieved_inputs, value_size, bias=False)
         if values_start_at_zero:
             for parameter in self.values_parameters():
                 nn.init.zeros_(parameter)
@@ -191,6 +198,15 @@ class StepAttention(nn.Module):
         """The projections of what a step retrieves: those the `lags` layout starts at zero."""
         layers = [layer for layer in (self.state_values, self.input_values) if layer is not None]
         return [parameter for layer in layers for parameter in layer.parameters()]
+
+    def retrieved_inputs(self, past: torch.Tensor) -> torch.Tensor:
+        """(B, L, F+K+...) -> the inputs a look-back step's value holds: all of them, or all but the
+        calendar's K columns."""
+        if self.calendar_retrieved:
+            return past
+        columns = self.calendar_columns
+        before, after = past[..., : columns.past_start], past[..., columns.past_start + columns.size :]
+        return torch.cat([before, after], dim=-1)  # (B, L, F+...)
 
     def state_values_of(self, encoded: torch.Tensor) -> torch.Tensor | None:
         """(B, L/w, C) -> (B, L/w, V): what an encoder state adds to its steps' values; None
@@ -222,7 +238,7 @@ class StepAttention(nn.Module):
     def retrieve(self, alignment: Alignment, encoded: torch.Tensor, past: torch.Tensor) -> torch.Tensor:
         """(B, H, V): what each forecast step's weights retrieve: the inputs, and the encoder states
         where the values hold them (``retrieves_states``)."""
-        return mix(alignment, self.state_values_of(encoded), self.input_values(past))
+        return mix(alignment, self.state_values_of(encoded), self.input_values(self.retrieved_inputs(past)))
 
     def keys(self, encoded: torch.Tensor, past: torch.Tensor, future: torch.Tensor | None) -> StepKeys:
         """The step-by-step decoder's keys and values (w = 1: an encoder state per step)."""
@@ -235,7 +251,7 @@ class StepAttention(nn.Module):
             position=self.position_scores(),  # (H, L)
             calendar=calendar,
             future_calendar=future_calendar,
-            values=self.state_values(encoded) + self.input_values(past),  # (B, L, V)
+            values=self.state_values(encoded) + self.input_values(self.retrieved_inputs(past)),  # (B, L, V)
         )
 
     def forward(self, t: int, query: torch.Tensor, keys: StepKeys) -> tuple[torch.Tensor, torch.Tensor]:

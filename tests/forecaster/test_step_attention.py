@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from forecaster.config import ForecastConfig, ModelConfig, with_attention_layout_of_its_time
+from forecaster.data.calendar import calendar_feature_names
 from forecaster.data.scaling import StandardScaler
 from forecaster.models import build_network
 from forecaster.models.lag_scores import LAG_SCORE_SCALE, LagScores
@@ -73,15 +74,30 @@ def test_the_factored_softmax_and_mix_are_the_plain_ones(shared):
 
 
 @pytest.mark.parametrize(
-    "layout, retrieved", [("lags", "inputs"), ("lags", "states_and_inputs"), ("steps", "states_and_inputs")]
+    "layout, retrieved, with_calendar",
+    [
+        ("lags", "inputs", False),
+        ("lags", "inputs", True),
+        ("lags", "states_and_inputs", False),
+        ("steps", "states_and_inputs", True),
+    ],
 )
-def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(layout, retrieved):
+def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(
+    layout, retrieved, with_calendar
+):
     """Every forecast step t: softmax_i(content(s_t, h_i//w) + position(t, i) + calendar(t, i)
     [+ lag(t + L - i)]), and its output is its segment's value for t plus what those weights
     retrieve: `lags` emits from [s_t, the encoder's final state] as the network without attention
     does, `steps` from s_t alone; `inputs` retrieves the look-back steps' own inputs alone, the
-    others their encoder states too."""
-    network = seq2seq(cell="gru", attention_heads=M, attention_layout=layout, attention_values=retrieved)
+    others their encoder states too; the inputs are the observed values alone unless
+    ``attention_retrieves_calendar`` adds the steps' calendar features to them."""
+    network = seq2seq(
+        cell="gru",
+        attention_heads=M,
+        attention_layout=layout,
+        attention_values=retrieved,
+        attention_retrieves_calendar=with_calendar,
+    )
     attention, seen = network.attention, {}
     network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0], final=out[1]))
     network.direct.rnn.register_forward_hook(lambda m, i, out: seen.update(states=out[0]))
@@ -105,7 +121,8 @@ def test_the_direct_decoders_weights_and_outputs_are_the_per_step_computation(la
     scores = content + position + lag + calendar  # (B, m, H, L)
     weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, H, L): the mean over heads
     torch.testing.assert_close(out.attention_per_step(), weights)
-    values = attention.input_values(past)  # (B, L, 1): each look-back step's own inputs
+    own_inputs = past if with_calendar else past[..., :F]  # (B, L, F+K) or (B, L, F)
+    values = attention.input_values(own_inputs)  # (B, L, 1): each look-back step's own inputs
     if retrieved == "inputs":
         assert attention.state_values is None
     else:
@@ -230,10 +247,11 @@ def test_the_attention_learns_to_look_at_the_lag_the_future_copies(one_thread):
     assert torch.nn.functional.mse_loss(out.mean, target) < 0.05  # it copies (noise variance: 1)
 
 
-def saved_predictor(tmp_path, layout: str, **model) -> Predictor:
+def saved_predictor(tmp_path, layout: str, calendar: bool = False, **model) -> Predictor:
+    """A tiny saved seq2seq model on hourly data; ``calendar``: with calendar features."""
     config = ForecastConfig.model_validate(
         {
-            "data": {"path": "x.csv", "time_column": "t", "target": "y"},
+            "data": {"path": "x.csv", "time_column": "t", "target": "y", "calendar_features": calendar},
             "window": {"lookback": L, "horizon": H},
             "model": {
                 "architecture": "seq2seq",
@@ -247,7 +265,8 @@ def saved_predictor(tmp_path, layout: str, **model) -> Predictor:
         }
     )
     torch.manual_seed(0)
-    network = build_network(config.model, 1, 0, H, lookback=L, season=HOURLY)
+    calendar_count = len(calendar_feature_names(sub_daily=True)) if calendar else 0
+    network = build_network(config.model, 1, calendar_count, H, lookback=L, season=HOURLY)
     predictor = Predictor(
         network, config, StandardScaler(mean=np.array([10.0]), std=np.array([2.0])), ["y"], "h"
     )
@@ -267,7 +286,10 @@ def loaded_as_saved_before(directory, field: str) -> Predictor:
 def forecasts_as_before(before: Predictor, loaded: Predictor) -> Prediction:
     """Checks that ``loaded`` gives the very forecasts and weights ``before`` gave; returns them."""
     windows = np.random.default_rng(0).normal(10, 2, size=(5, L))
-    then, now = before.predict(windows, return_attention=True), loaded.predict(windows, return_attention=True)
+    hours = np.datetime64("2024-03-01T00") + np.arange(5)[:, None] * 7 + np.arange(L)[None, :]  # (5, L)
+    times = hours.astype("datetime64[h]") if loaded.uses_calendar else None
+    then = before.predict(windows, times, return_attention=True)
+    now = loaded.predict(windows, times, return_attention=True)
     np.testing.assert_array_equal(now.mean, then.mean)
     np.testing.assert_array_equal(now.attention, then.attention)
     return now
@@ -306,6 +328,34 @@ def test_a_lags_model_saved_before_attention_values_loads_and_forecasts_as_it_di
     forecasts_as_before(before, loaded)
 
 
+@pytest.mark.parametrize("layout", ["lags", "steps"])
+def test_a_calendar_model_saved_before_attention_retrieves_calendar_loads_and_forecasts_as_it_did(
+    tmp_path, layout
+):
+    """`lags` and `steps` models with calendar features saved before
+    model.attention_retrieves_calendar retrieved their steps' calendar with their values: they load
+    that way, with every saved weight, and give the same forecasts and weights."""
+    before = saved_predictor(tmp_path, layout, calendar=True, attention_retrieves_calendar=True)
+    attention = before.network.network.attention
+    torch.nn.init.normal_(attention.input_values.weight)  # trained: not 0
+    assert attention.input_values.in_features == 1 + len(calendar_feature_names(sub_daily=True))
+    before.save(tmp_path / layout)
+    loaded = loaded_as_saved_before(tmp_path / layout, "attention_retrieves_calendar")
+    assert loaded.config.model.attention_retrieves_calendar
+    forecasts_as_before(before, loaded)
+
+
+def test_a_new_calendar_model_retrieves_its_observed_values_alone(tmp_path):
+    """What a look-back step retrieves does not move with its calendar features: the same weights
+    over the same observations retrieve the same, whatever hour the windows start at."""
+    attention = saved_predictor(tmp_path, "lags", calendar=True).network.network.attention
+    assert attention.input_values.in_features == 1  # the target's scaled value alone
+    past = torch.randn(B, L, 1 + len(calendar_feature_names(sub_daily=True)))  # (B, L, 1+K)
+    moved = torch.cat([past[..., :1], torch.randn_like(past[..., 1:])], dim=-1)  # other calendar features
+    torch.testing.assert_close(attention.retrieved_inputs(moved), past[..., :1])
+    torch.testing.assert_close(attention.retrieved_inputs(past), past[..., :1])
+
+
 def test_an_unknown_attention_values_setting_is_refused_by_name():
     """The config refuses it first; a network built in code must not read it as another value."""
     with pytest.raises(ValueError, match="attention_values 'states'"):
@@ -317,13 +367,23 @@ def test_an_unknown_attention_values_setting_is_refused_by_name():
 def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
     old = {"model": {"architecture": "seq2seq", "attention": "bahdanau"}}
     assert with_attention_layout_of_its_time(old)["model"]["attention_layout"] == "states"
-    lags = {"model": {"architecture": "seq2seq", "attention_layout": "lags"}}
-    assert with_attention_layout_of_its_time(lags)["model"]["attention_values"] == "states_and_inputs"
+    lags = with_attention_layout_of_its_time(
+        {"model": {"architecture": "seq2seq", "attention_layout": "lags"}}
+    )
+    assert lags["model"]["attention_values"] == "states_and_inputs"
+    assert lags["model"]["attention_retrieves_calendar"] is True
+    steps = {"model": {"architecture": "seq2seq", "attention_layout": "steps"}}
+    assert with_attention_layout_of_its_time(steps)["model"]["attention_retrieves_calendar"] is True
+    stop_48 = {"model": {"architecture": "seq2seq", "attention_layout": "lags", "attention_values": "inputs"}}
+    assert with_attention_layout_of_its_time(stop_48)["model"] == {
+        **stop_48["model"],
+        "attention_retrieves_calendar": True,
+    }
+    now = {"attention_layout": "lags", "attention_values": "inputs", "attention_retrieves_calendar": False}
     for unchanged in (
         {"model": {"architecture": "seq2seq", "attention": "none"}},
         {"model": {"architecture": "many_to_one"}},
-        {"model": {"architecture": "seq2seq", "attention_layout": "steps"}},
-        {"model": {"architecture": "seq2seq", "attention_layout": "lags", "attention_values": "inputs"}},
+        {"model": {"architecture": "seq2seq", **now}},
     ):
         assert with_attention_layout_of_its_time(unchanged) == unchanged
 
