@@ -128,12 +128,15 @@ NETWORKS = {
 # the same step by step (no segments): the encoder and decoder states are per hour (`--decoder direct`)
 NETWORKS["default-attention-hourly"] = {**NETWORKS["default-attention"], "segment_length": 0}
 # what `forecast train --model seq2seq` builds, nothing else set: the autoregressive decoder (one
-# step at a time, feeding back its prediction, teacher forcing from 0.5 decaying by 0.9 an epoch)
+# step at a time, feeding back its prediction, teacher forcing from 0.5 decaying by 0.9 an epoch),
+# whose context is what its attention retrieves: the look-back's observed values alone since issue
+# 41's fourth pass (its runs retrieving the encoder states too are in results/ett-runs-superseded.jsonl)
 NETWORKS["default-attention-stepwise"] = {
     "architecture": "seq2seq",
     "cell": "lstm",
     "attention": "bahdanau",
     "attention_layout": "lags",
+    "attention_values": "inputs",
     "attention_retrieves_calendar": False,
     "hidden_size": 64,
     "layers": 2,

@@ -179,13 +179,14 @@ class ModelConfig(StrictModel):
     )
     attention_values: Literal["inputs", "states_and_inputs"] = Field(
         "inputs",
-        description="seq2seq attention, `lags` layout with the direct decoder: what a forecast step's "
-        "weights retrieve and add to its output. `inputs`: the look-back steps' own inputs (the "
+        description="seq2seq attention, `lags` layout: what a forecast step's weights retrieve (the "
+        "direct decoder adds it to its output, the step-by-step decoder's RNN reads it as its "
+        "context). `inputs`: the look-back steps' own inputs (the "
         "scaled values; their calendar too with `attention_retrieves_calendar`), projected, so what "
         "the attention adds is a weighted sum of past "
         'observations, and "24 hours back" retrieves the value 24 hours back; `states_and_inputs`: '
-        "their encoder states too (models saved before this field keep it). The step-by-step "
-        "decoder's RNN reads what it retrieves as its context, which always holds the states",
+        "their encoder states too (models saved before this field keep it, as do step-by-step models "
+        "saved before `attention_retrieves_calendar`). The `steps` layout always retrieves both",
     )
     attention_retrieves_calendar: bool = Field(
         False,
@@ -377,7 +378,8 @@ def with_attention_layout_of_its_time(config: dict) -> dict:
     `states` layout (one query per decoder state), and its saved config has no
     ``model.attention_layout``; a `lags` model saved before ``model.attention_values`` retrieved
     its steps' encoder states with their inputs; a `lags` or `steps` model saved before
-    ``model.attention_retrieves_calendar`` retrieved its steps' calendar features with their values.
+    ``model.attention_retrieves_calendar`` retrieved its steps' calendar features with their values,
+    and a step-by-step `lags` one their encoder states too (the field came with both changes).
     Such a model loads as it was built and forecasts as it did."""
     model = config.get("model", {})
     attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
@@ -390,4 +392,6 @@ def with_attention_layout_of_its_time(config: dict) -> dict:
         as_built["attention_values"] = "states_and_inputs"
     if "attention_retrieves_calendar" not in model:
         as_built["attention_retrieves_calendar"] = True
+        if model["attention_layout"] == "lags" and model.get("decoder", "autoregressive") != "direct":
+            as_built["attention_values"] = "states_and_inputs"
     return {**config, "model": as_built} if as_built != model else config

@@ -4,8 +4,8 @@ Without attention the decoder sees one fixed context vector (the encoder's final
 bottleneck the textbooks describe. With attention (``step_attention.py``, the `lags` layout by
 default) every forecast step has its own query (decoder state, position, calendar) over a key per
 look-back step (encoder state, position, calendar), with a learned score per lag between them, and
-retrieves that step's own inputs (the direct decoder with ``attention_values: inputs``, the
-default) or its encoder state with them. The attention's initial weights are drawn from a copy of
+retrieves that step's own observed values (``attention_values: inputs``, the default) or its
+encoder state with them. The attention's initial weights are drawn from a copy of
 the random stream, so with one seed the rest of the network starts as the same network without
 attention does. The `steps` layout (models saved between the first and second passes of issue 41)
 is the same without the lag scores, with a direct decoder that emits from its own state alone. Two
@@ -77,8 +77,8 @@ class Seq2SeqForecaster(nn.Module):
     ) -> None:
         """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
         positions; ``calendar`` says where its calendar features are in the inputs;
-        ``attention_values``: what the direct decoder's `lags` attention retrieves (the step-by-step
-        decoder's RNN reads what it retrieves as its context, which always holds the states);
+        ``attention_values``: what the `lags` attention retrieves (the step-by-step decoder's RNN
+        reads it as its context; the direct decoder adds it to its output);
         ``attention_retrieves_calendar``: whether a look-back step's retrieved inputs include its
         calendar features (``calendar``), or are its observed values alone."""
         super().__init__()
@@ -130,7 +130,8 @@ class Seq2SeqForecaster(nn.Module):
                     lag_scores=attention_layout == "lags",
                     # the direct decoder adds what a step retrieves to the no-attention network's output
                     values_start_at_zero=residual,
-                    retrieves_states=not (residual and attention_values == "inputs"),
+                    # `lags` with `inputs`: the look-back's own values alone, for both decoders
+                    retrieves_states=not (attention_layout == "lags" and attention_values == "inputs"),
                     retrieves_calendar=attention_retrieves_calendar,
                 )
         if decoder == "direct":  # its own RNN, position embedding and output layer

@@ -29,11 +29,13 @@ B x H x L is made unless the calendar block needs it or a caller asks for the we
 Values: what a step retrieves is its own inputs (the scaled value; its calendar features too
 only with ``retrieves_calendar``, as models saved before that switch have it), projected, and,
 unless ``retrieves_states`` is off, its encoder state too: attending to yesterday's hour
-retrieves yesterday's value at that hour, not a summary of the day it belongs to. The direct
-decoder's `lags` attention retrieves the inputs alone by default (``attention_values: inputs``):
+retrieves yesterday's value at that hour, not a summary of the day it belongs to. The `lags`
+attention retrieves the inputs alone by default (``attention_values: inputs``):
 chosen on ETTh1's selection period (benchmarks/README.md, issue 41): retrieving the encoder
 states too, the attention model's selection MSE was up to 1.08x the network without attention's
-(L=336); with the inputs alone at most 1.003x, and the rows came out sharper.
+(L=336); with the inputs alone at most 1.003x, and the rows came out sharper. The step-by-step
+decoder, whose RNN reads what is retrieved as its context, does the same since the fourth pass (its
+state starts from the encoder's final state, so it does not need the encoder states retrieved).
 
 Heads (``heads``): several weightings of the same pairs, whose mean is the attention, as the
 Temporal Fusion Transformer's interpretable multi-head attention has it (Lim et al. 2021): the
@@ -246,12 +248,15 @@ class StepAttention(nn.Module):
         if self.calendar is not None:
             calendar = self.calendar.keys(self.calendar_columns.of_past(past))  # (B, L, A_cal)
             future_calendar = self.calendar_columns.of_future(future)  # (B, H, K)
+        values = self.input_values(self.retrieved_inputs(past))  # (B, L, V)
+        if self.state_values is not None:
+            values = values + self.state_values(encoded)  # and the encoder states (w = 1: one per step)
         return StepKeys(
             content=self.content.keys(encoded),  # (B, L, A)
             position=self.position_scores(),  # (H, L)
             calendar=calendar,
             future_calendar=future_calendar,
-            values=self.state_values(encoded) + self.input_values(self.retrieved_inputs(past)),  # (B, L, V)
+            values=values,
         )
 
     def forward(self, t: int, query: torch.Tensor, keys: StepKeys) -> tuple[torch.Tensor, torch.Tensor]:

@@ -247,16 +247,19 @@ def test_the_attention_learns_to_look_at_the_lag_the_future_copies(one_thread):
     assert torch.nn.functional.mse_loss(out.mean, target) < 0.05  # it copies (noise variance: 1)
 
 
-def saved_predictor(tmp_path, layout: str, calendar: bool = False, **model) -> Predictor:
-    """A tiny saved seq2seq model on hourly data; ``calendar``: with calendar features."""
+def saved_predictor(
+    tmp_path, layout: str, calendar: bool = False, decoder: str = "direct", **model
+) -> Predictor:
+    """A tiny saved seq2seq model on hourly data; ``calendar``: with calendar features; the direct
+    decoder in segments of W, or the step-by-step one."""
     config = ForecastConfig.model_validate(
         {
             "data": {"path": "x.csv", "time_column": "t", "target": "y", "calendar_features": calendar},
             "window": {"lookback": L, "horizon": H},
             "model": {
                 "architecture": "seq2seq",
-                "decoder": "direct",
-                "segment_length": W,
+                "decoder": decoder,
+                "segment_length": W if decoder == "direct" else 0,
                 "attention_layout": layout,
                 "hidden_size": 8,
                 "layers": 1,
@@ -345,6 +348,50 @@ def test_a_calendar_model_saved_before_attention_retrieves_calendar_loads_and_fo
     forecasts_as_before(before, loaded)
 
 
+def test_a_stepwise_lags_model_saved_before_attention_retrieves_calendar_loads_and_forecasts_as_it_did(
+    tmp_path,
+):
+    """A step-by-step `lags` model saved before model.attention_retrieves_calendar retrieved its
+    steps' encoder states and calendar with their values, whatever its attention_values said: it
+    loads that way, with every saved weight, and gives the same forecasts and weights."""
+    before = saved_predictor(
+        tmp_path,
+        "lags",
+        calendar=True,
+        decoder="autoregressive",
+        attention_values="states_and_inputs",
+        attention_retrieves_calendar=True,
+    )
+    meta = json.loads((tmp_path / "lags" / META_FILE).read_text())
+    meta["config"]["model"]["attention_values"] = "inputs"  # what it was saved with: the default then
+    (tmp_path / "lags" / META_FILE).write_text(json.dumps(meta))
+    loaded = loaded_as_saved_before(tmp_path / "lags", "attention_retrieves_calendar")
+    assert loaded.config.model.attention_values == "states_and_inputs"
+    assert loaded.network.network.attention.state_values is not None
+    forecasts_as_before(before, loaded)
+
+
+@pytest.mark.parametrize("retrieved", ["inputs", "states_and_inputs"])
+def test_the_stepwise_decoders_context_is_what_its_weights_retrieve(retrieved):
+    """Each step's context, the step-by-step decoder's RNN input, is its weights over the look-back
+    steps' values: their observed values projected (`inputs`), and their encoder states too
+    (`states_and_inputs`)."""
+    network = seq2seq("autoregressive", 0, cell="gru", attention_layout="lags", attention_values=retrieved)
+    attention, seen, steps = network.attention, {}, []
+    assert (attention.state_values is None) == (retrieved == "inputs")
+    network.encoder.register_forward_hook(lambda m, i, out: seen.update(encoded=out[0]))
+    attention.register_forward_hook(lambda m, args, out: steps.append((args[2], out)))
+    past, future = inputs()
+    network(past, future)
+    values = attention.input_values(past[..., :F])  # (B, L, C): the observed values, projected
+    if retrieved == "states_and_inputs":
+        values = values + attention.state_values(seen["encoded"])
+    assert len(steps) == H
+    for keys, (context, weights) in steps:
+        torch.testing.assert_close(keys.values, values)
+        torch.testing.assert_close(context, torch.bmm(weights.unsqueeze(1), values).squeeze(1))
+
+
 def test_a_new_calendar_model_retrieves_its_observed_values_alone(tmp_path):
     """What a look-back step retrieves does not move with its calendar features: the same weights
     over the same observations retrieve the same, whatever hour the windows start at."""
@@ -374,9 +421,20 @@ def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
     assert lags["model"]["attention_retrieves_calendar"] is True
     steps = {"model": {"architecture": "seq2seq", "attention_layout": "steps"}}
     assert with_attention_layout_of_its_time(steps)["model"]["attention_retrieves_calendar"] is True
-    stop_48 = {"model": {"architecture": "seq2seq", "attention_layout": "lags", "attention_values": "inputs"}}
-    assert with_attention_layout_of_its_time(stop_48)["model"] == {
-        **stop_48["model"],
+    direct = {
+        "architecture": "seq2seq",
+        "attention_layout": "lags",
+        "attention_values": "inputs",
+        "decoder": "direct",
+    }
+    assert with_attention_layout_of_its_time({"model": direct})["model"] == {
+        **direct,
+        "attention_retrieves_calendar": True,
+    }
+    stepwise = {**direct, "decoder": "autoregressive"}  # it retrieved the encoder states too
+    assert with_attention_layout_of_its_time({"model": stepwise})["model"] == {
+        **stepwise,
+        "attention_values": "states_and_inputs",
         "attention_retrieves_calendar": True,
     }
     now = {"attention_layout": "lags", "attention_values": "inputs", "attention_retrieves_calendar": False}
