@@ -192,7 +192,7 @@ class ModelConfig(StrictModel):
         False,
         description="seq2seq attention, `lags` and `steps` layouts, with calendar features: whether what "
         "a look-back step retrieves includes its calendar features. Off: its observed values alone "
-        "(and its encoder state where `attention_values` or the step-by-step decoder has it); a weighted "
+        "(and its encoder state where `attention_values` or the `steps` layout has it); a weighted "
         "sum of past calendar encodings says nothing about the series, and on ETTh1 retrieving it left "
         "the rows less sharp and the selection MSE higher (benchmarks/README.md, issue 41). Models saved "
         "before this field retrieved it, and keep doing so",

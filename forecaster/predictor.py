@@ -61,6 +61,21 @@ def without_unused_highway(config: dict, state: dict[str, torch.Tensor]) -> dict
     return config
 
 
+def with_retrieved_states_of_its_weights(config: dict, state: dict[str, torch.Tensor]) -> dict:
+    """A saved `lags` config as its saved weights retrieve: a step-by-step model saved while issue
+    41's fourth pass was under way (main at dbe9661) has ``attention_values: inputs`` and
+    ``attention_retrieves_calendar`` in its config yet retrieved its encoder states; its weights
+    hold the states' projection exactly when it did, so it loads as it ran."""
+    model = config.get("model", {})
+    if (
+        model.get("attention_layout") == "lags"
+        and model.get("attention_values") == "inputs"
+        and any(key.endswith("attention.state_values.weight") for key in state)
+    ):
+        return {**config, "model": {**model, "attention_values": "states_and_inputs"}}
+    return config
+
+
 class Predictor:
     def __init__(
         self,
@@ -371,6 +386,7 @@ class Predictor:
         meta = json.loads((directory / META_FILE).read_text())
         state = torch.load(directory / WEIGHTS_FILE, map_location="cpu", weights_only=True)
         saved = with_attention_layout_of_its_time(without_unused_highway(meta["config"], state))
+        saved = with_retrieved_states_of_its_weights(saved, state)
         config = ForecastConfig.model_validate(saved)
         calendar = calendar_feature_names(is_sub_daily(meta["frequency"]))
         network = build_network(

@@ -99,7 +99,7 @@ class DirectDecoder(nn.Module):
         future: torch.Tensor | None = None,  # (B, H, K)
         attention: BahdanauAttention | StepAttention | None = None,
         keys: torch.Tensor | None = None,  # (B, L, A): BahdanauAttention.project_keys(encoded)
-        past: torch.Tensor | None = None,  # (B, L, F+K): what StepAttention retrieves
+        past: torch.Tensor | None = None,  # (B, L, F+K): whose values StepAttention retrieves
     ) -> tuple[torch.Tensor, Alignment | None]:
         """-> raw outputs (B, H, Q or 1) and the attention weights, or None without attention.
 

@@ -371,6 +371,22 @@ def test_a_stepwise_lags_model_saved_before_attention_retrieves_calendar_loads_a
     forecasts_as_before(before, loaded)
 
 
+def test_a_stepwise_lags_model_that_retrieved_states_under_inputs_loads_and_forecasts_as_it_did(tmp_path):
+    """A step-by-step `lags` model saved while the fourth pass was under way says
+    ``attention_values: inputs`` and has ``attention_retrieves_calendar``, yet retrieved its encoder
+    states: its weights say so, and it loads with them and gives the same forecasts and weights."""
+    before = saved_predictor(
+        tmp_path, "lags", calendar=True, decoder="autoregressive", attention_values="states_and_inputs"
+    )
+    meta = json.loads((tmp_path / "lags" / META_FILE).read_text())
+    meta["config"]["model"]["attention_values"] = "inputs"  # what its config said
+    (tmp_path / "lags" / META_FILE).write_text(json.dumps(meta))
+    loaded = Predictor.load(tmp_path / "lags")
+    assert loaded.config.model.attention_values == "states_and_inputs"
+    assert not loaded.config.model.attention_retrieves_calendar
+    forecasts_as_before(before, loaded)
+
+
 @pytest.mark.parametrize("retrieved", ["inputs", "states_and_inputs"])
 def test_the_stepwise_decoders_context_is_what_its_weights_retrieve(retrieved):
     """Each step's context, the step-by-step decoder's RNN input, is its weights over the look-back
