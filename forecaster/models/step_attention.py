@@ -201,6 +201,10 @@ class StepAttention(nn.Module):
         layers = [layer for layer in (self.state_values, self.input_values) if layer is not None]
         return [parameter for layer in layers for parameter in layer.parameters()]
 
+    def input_values_of(self, past: torch.Tensor) -> torch.Tensor:
+        """(B, L, F+K+...) -> (B, L, V): what a look-back step's own inputs add to its value."""
+        return self.input_values(self.retrieved_inputs(past))
+
     def retrieved_inputs(self, past: torch.Tensor) -> torch.Tensor:
         """(B, L, F+K+...) -> the inputs a look-back step's value holds: all of them, or all but the
         calendar's K columns."""
@@ -240,7 +244,7 @@ class StepAttention(nn.Module):
     def retrieve(self, alignment: Alignment, encoded: torch.Tensor, past: torch.Tensor) -> torch.Tensor:
         """(B, H, V): what each forecast step's weights retrieve: the inputs, and the encoder states
         where the values hold them (``retrieves_states``)."""
-        return mix(alignment, self.state_values_of(encoded), self.input_values(self.retrieved_inputs(past)))
+        return mix(alignment, self.state_values_of(encoded), self.input_values_of(past))
 
     def keys(self, encoded: torch.Tensor, past: torch.Tensor, future: torch.Tensor | None) -> StepKeys:
         """The step-by-step decoder's keys and values (w = 1: an encoder state per step)."""
@@ -248,9 +252,10 @@ class StepAttention(nn.Module):
         if self.calendar is not None:
             calendar = self.calendar.keys(self.calendar_columns.of_past(past))  # (B, L, A_cal)
             future_calendar = self.calendar_columns.of_future(future)  # (B, H, K)
-        values = self.input_values(self.retrieved_inputs(past))  # (B, L, V)
-        if self.state_values is not None:
-            values = values + self.state_values(encoded)  # and the encoder states (w = 1: one per step)
+        values = self.input_values_of(past)  # (B, L, V)
+        states = self.state_values_of(encoded)  # (B, L, V) or None (w = 1: a state per step)
+        if states is not None:
+            values = values + states
         return StepKeys(
             content=self.content.keys(encoded),  # (B, L, A)
             position=self.position_scores(),  # (H, L)

@@ -277,12 +277,23 @@ def saved_predictor(
     return predictor
 
 
+def with_saved_model_config(directory, **fields) -> None:
+    """Rewrites the saved model's config: each model.``field`` set to its value, or removed for
+    None (a model saved before that field existed)."""
+    meta = json.loads((directory / META_FILE).read_text())
+    model = meta["config"]["model"]
+    for field, value in fields.items():
+        if value is None:
+            del model[field]
+        else:
+            model[field] = value
+    (directory / META_FILE).write_text(json.dumps(meta))
+
+
 def loaded_as_saved_before(directory, field: str) -> Predictor:
     """The model saved in ``directory``, loaded as it would have been saved before
     model.``field`` existed: without it in its config."""
-    meta = json.loads((directory / META_FILE).read_text())
-    del meta["config"]["model"][field]
-    (directory / META_FILE).write_text(json.dumps(meta))
+    with_saved_model_config(directory, **{field: None})
     return Predictor.load(directory)
 
 
@@ -362,9 +373,9 @@ def test_a_stepwise_lags_model_saved_before_attention_retrieves_calendar_loads_a
         attention_values="states_and_inputs",
         attention_retrieves_calendar=True,
     )
-    meta = json.loads((tmp_path / "lags" / META_FILE).read_text())
-    meta["config"]["model"]["attention_values"] = "inputs"  # what it was saved with: the default then
-    (tmp_path / "lags" / META_FILE).write_text(json.dumps(meta))
+    with_saved_model_config(
+        tmp_path / "lags", attention_values="inputs"
+    )  # what it was saved with: the default then
     loaded = loaded_as_saved_before(tmp_path / "lags", "attention_retrieves_calendar")
     assert loaded.config.model.attention_values == "states_and_inputs"
     assert loaded.network.network.attention.state_values is not None
@@ -378,9 +389,7 @@ def test_a_stepwise_lags_model_that_retrieved_states_under_inputs_loads_and_fore
     before = saved_predictor(
         tmp_path, "lags", calendar=True, decoder="autoregressive", attention_values="states_and_inputs"
     )
-    meta = json.loads((tmp_path / "lags" / META_FILE).read_text())
-    meta["config"]["model"]["attention_values"] = "inputs"  # what its config said
-    (tmp_path / "lags" / META_FILE).write_text(json.dumps(meta))
+    with_saved_model_config(tmp_path / "lags", attention_values="inputs")  # what its config said
     loaded = Predictor.load(tmp_path / "lags")
     assert loaded.config.model.attention_values == "states_and_inputs"
     assert not loaded.config.model.attention_retrieves_calendar
