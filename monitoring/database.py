@@ -145,6 +145,14 @@ def upgrade(url: str, timeout_s: float = 600.0, to: str = "head") -> str:
             time.sleep(0.2)
 
 
+# Alembic runs a migration through its module-level `alembic.context` (migrations/env.py reads the
+# connection from it), so two migrations in one process at once, even of two different logs, run
+# on each other's connections and fail ("not an error", half-made tables): seen in a full test run,
+# a service's writer migrating its log while the one before it still migrated another. Processes
+# are kept apart by the database (the transaction below); threads of one process by this lock.
+ALEMBIC_COMMANDS = threading.Lock()
+
+
 def upgrade_once(url: str, timeout_s: float, to: str) -> str:
     engine = migration_engine(url, timeout_s)
     try:
@@ -152,11 +160,12 @@ def upgrade_once(url: str, timeout_s: float, to: str) -> str:
             if connection.dialect.name == "postgresql":
                 connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             config = alembic_config(connection)
-            if current_revision(connection) is None:
-                unversioned = recognise_unversioned(connection, redact(url) or "")
-                if unversioned is not None:
-                    command.stamp(config, unversioned)
-            command.upgrade(config, to)
+            with ALEMBIC_COMMANDS:
+                if current_revision(connection) is None:
+                    unversioned = recognise_unversioned(connection, redact(url) or "")
+                    if unversioned is not None:
+                        command.stamp(config, unversioned)
+                command.upgrade(config, to)
             return current_revision(connection) or ""
     finally:
         engine.dispose()

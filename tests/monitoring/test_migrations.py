@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import numpy as np
@@ -230,6 +231,23 @@ def test_two_services_starting_at_once_migrate_one_after_the_other(log_url):
     outputs = [start.communicate(timeout=120) for start in starts]
     assert [start.returncode for start in starts] == [0, 0], outputs
     assert [out.strip() for out, _ in outputs] == [head_revision()] * 2
+
+
+def test_logs_migrated_by_threads_of_one_process_at_once_are_each_migrated(tmp_path):
+    """Alembic runs a migration through its module-level context: without the lock, threads
+    migrating different logs at once ran on each other's connections and failed (every round of
+    three did, before the lock)."""
+    for round_ in range(3):
+        urls = [f"sqlite:///{tmp_path / f'log-{round_}-{i}.db'}" for i in range(3)]
+        with ThreadPoolExecutor(len(urls)) as pool:
+            revisions = list(pool.map(upgrade, urls))  # raises what a thread raised
+        assert revisions == [head_revision()] * len(urls)
+        for url in urls:
+            engine = create_engine(url)
+            try:
+                assert set(inspect(engine).get_table_names()) >= {"forecasts", "actuals", VERSION_TABLE}
+            finally:
+                engine.dispose()
 
 
 def test_retention_deletes_old_forecasts_with_their_resolved_steps(database):
