@@ -45,6 +45,9 @@ from provenance import commit, machine  # noqa: E402
 from readme_block import read_block, write_block  # noqa: E402
 
 RAW_RESULTS = REPO / "benchmarks" / "results" / "ett-runs.jsonl"
+# NLinear by least squares on the same windows (ett_linear.py): one record per look-back and horizon
+LINEAR_RESULTS = REPO / "benchmarks" / "results" / "ett-linear.jsonl"
+LINEAR = "nlinear-ls"
 
 PAPER_SPLIT = {"val_start": "2017-06-26", "test_start": "2017-10-24", "end": "2018-02-21"}
 
@@ -327,6 +330,11 @@ def read_runs(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def read_linear(path: Path = LINEAR_RESULTS) -> dict[tuple[int, int], dict]:
+    """(look-back, horizon) -> the NLinear record there (ett_linear.py); the last written wins."""
+    return {(r["lookback"], r["horizon"]): r for r in read_runs(path)}
+
+
 def run_record(
     outcome, plan: Plan, horizon: int, seed: int, seconds: float, std: float, code: str, where: dict
 ) -> dict:
@@ -428,15 +436,18 @@ def main() -> None:
         help="with --render: write the tables into this file, between its ett-tables markers",
     )
     parser.add_argument("--commit", help="render only runs made at this commit (default: all)")
+    parser.add_argument(
+        "--linear-results", type=Path, default=LINEAR_RESULTS, help="NLinear's records (ett_linear.py)"
+    )
     args = parser.parse_args()
     only_seeds = seed_list(args.only_seeds, args.seeds)
     if args.render:
         runs = [r for r in read_runs(args.results) if args.commit in (None, r["commit"])]
         if args.readme:
-            write_block(args.readme, BEGIN, END, render(runs) + "\n")
+            write_block(args.readme, BEGIN, END, render(runs, read_linear(args.linear_results)) + "\n")
             print(f"wrote the tables of {len(runs)} runs into {args.readme}")
         else:
-            print(render(runs))
+            print(render(runs, read_linear(args.linear_results)))
         return
 
     import torch
@@ -482,7 +493,12 @@ def main() -> None:
             f"({record['seconds']:.0f} s)",
             flush=True,
         )
-    print("\n" + render([r for r in read_runs(args.results) if r["commit"] == code]))
+    print(
+        "\n"
+        + render(
+            [r for r in read_runs(args.results) if r["commit"] == code], read_linear(args.linear_results)
+        )
+    )
 
 
 BEGIN, END = (
@@ -771,8 +787,38 @@ def timing_against(row: Row, reference: Row | None, network: str) -> str:
     )
 
 
-def render(runs: list[dict]) -> str:
-    """The README tables, from raw runs only."""
+def at(horizons: list[str]) -> str:
+    return f"at H={', '.join(horizons)}" if horizons else "at no horizon"
+
+
+def linear_lines(
+    linear: dict[tuple[int, int], dict], rows: dict, lookback: int, horizons: list[int]
+) -> list[str]:
+    """NLinear's selection MSE beside the pick's at each horizon, and which would be picked if it
+    were a candidate: where selection would have carried the floor, and where test says it mattered."""
+    cells, picked, lower_on_test = [], [], []
+    for h in horizons:
+        record, pick = linear.get((lookback, h)), chosen(rows, lookback, h)
+        if record is None or pick is None:
+            continue
+        mine, theirs = folds_mse(record, SELECTION_FOLDS), fold_mse(rows[(lookback, pick, h)])
+        cells.append(f"H={h}: {mine:.4f} against {pick}'s {theirs:.4f}")
+        picked += [str(h)] if mine < theirs else []
+        pick_test = rows[(lookback, pick, h)].mean_std("test", "mse")[0]
+        lower_on_test += [str(h)] if record["test"]["model"]["mse"] < pick_test else []
+    if not cells:
+        return []
+    return [
+        f"{LINEAR} (NLinear fitted by least squares on these training windows, ett_linear.py; one fit, no "
+        f"seed), selection MSE against the chosen network's: {'; '.join(cells)}. As a candidate it would be "
+        f"chosen {at(picked)}; its test MSE is below the chosen network's {at(lower_on_test)}.",
+        "",
+    ]
+
+
+def render(runs: list[dict], linear: dict[tuple[int, int], dict] | None = None) -> str:
+    """The README tables, from raw runs only (and NLinear's records, ``read_linear``, where given)."""
+    linear = linear or {}
     if not runs:
         return "no runs recorded yet"
     rows = grouped(runs)
@@ -805,6 +851,12 @@ def render(runs: list[dict]) -> str:
                 for h in horizons
             ]
             lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
+        if any((lookback, h) in linear for h in horizons):
+            cells = []
+            for h in horizons:
+                test = linear[(lookback, h)]["test"]["model"] if (lookback, h) in linear else None
+                cells.append("" if test is None else f"{test['mse']:.4f}/{test['mae']:.4f}")
+            lines.append(f"| {LINEAR} (NLinear, least squares, these windows) | " + " | ".join(cells) + " |")
         for network in NETWORKS:
             cells = []
             for h in horizons:
@@ -848,10 +900,21 @@ def render(runs: list[dict]) -> str:
                 lines.append(
                     f"| {network}: selection MSE, test MAE degC, s/run | " + " | ".join(cells) + " |"
                 )
+        if any((lookback, h) in linear for h in horizons):
+            cells = []
+            for h in horizons:
+                record = linear.get((lookback, h))
+                cells.append(
+                    ""
+                    if record is None
+                    else f"sel. MSE {folds_mse(record, SELECTION_FOLDS):.4f}; {record['test']['model']['mae_c']:.3f} degC"
+                )
+            lines.append(f"| {LINEAR}: selection MSE, test MAE degC | " + " | ".join(cells) + " |")
         naive_c = [
             "" if first[h] is None else f"{first[h]['test']['naive']['mae_c']:.3f} degC" for h in horizons
         ]
         lines += ["| naive: MAE degC | " + " | ".join(naive_c) + " |", ""]
+        lines += linear_lines(linear, rows, lookback, horizons)
     lines += rank_table(rows)
     lines += attention_table(rows)
     hours = sum(r["seconds"] for r in runs) / 3600

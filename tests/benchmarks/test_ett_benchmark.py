@@ -83,7 +83,46 @@ def test_the_readme_tables_are_the_committed_raw_results_rendered():
     readme = (REPO / "benchmarks/README.md").read_text()
     runs = ett_benchmark.read_runs(ett_benchmark.RAW_RESULTS)
     assert runs, "no raw results committed in benchmarks/results/ett-runs.jsonl"
-    assert ett_benchmark.readme_tables(readme) == ett_benchmark.render(runs)
+    assert ett_benchmark.readme_tables(readme) == ett_benchmark.render(runs, ett_benchmark.read_linear())
+
+
+def linear_record(lookback: int, horizon: int, selection_mse: float, test_mse: float) -> dict:
+    """An NLinear record as benchmarks/ett_linear.py writes it."""
+    return {
+        "network": "nlinear-ls",
+        "lookback": lookback,
+        "horizon": horizon,
+        "commit": "abc1234",
+        "seconds": 0.5,
+        "selection_folds": [{"model": {"mse": selection_mse, "mae": 0.1}}] * 2,
+        "test": {"model": {"mse": test_mse, "mae": 0.2, "mae_c": 1.8}},
+    }
+
+
+def test_the_linear_reference_is_shown_beside_the_networks_and_never_picked(tmp_path):
+    # NLinear below the pick on selection at H=24: the sentence says it would be chosen, yet the
+    # (chosen) mark stays on the networks' own pick; its test figure is shown, not used
+    runs = [record("lstm", s, selection_mse=0.030, test_mse=0.060) for s in range(2)]
+    linear = tmp_path / "linear.jsonl"
+    linear.write_text(json.dumps(linear_record(96, 24, selection_mse=0.020, test_mse=0.070)) + "\n")
+    raw = tmp_path / "runs.jsonl"
+    raw.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    command = [sys.executable, str(REPO / "benchmarks/ett_benchmark.py"), "--render", "--results", str(raw)]
+    table = subprocess.run(
+        [*command, "--linear-results", str(linear)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "| nlinear-ls (NLinear, least squares, these windows) | 0.0700/0.2000 |" in table
+    assert "| nlinear-ls: selection MSE, test MAE degC | sel. MSE 0.0200; 1.800 degC |" in table
+    assert "H=24: 0.0200 against lstm's 0.0300. As a candidate it would be chosen at H=24" in table
+    assert "its test MSE is below the chosen network's at no horizon" in table
+    assert "(chosen)" in next(line for line in table.splitlines() if line.startswith("| **lstm**"))
+    missing = subprocess.run(
+        [*command, "--linear-results", str(tmp_path / "none.jsonl")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "nlinear-ls" not in missing
 
 
 def test_render_writes_between_the_markers_only(tmp_path):
