@@ -197,17 +197,6 @@ class ModelConfig(StrictModel):
         "the rows less sharp and the selection MSE higher (benchmarks/README.md, issue 41). Models saved "
         "before this field retrieved it, and keep doing so",
     )
-    attention_base_loss: bool = Field(
-        True,
-        description="seq2seq attention with the direct decoder (`lags` and `steps` layouts), which adds "
-        "what it retrieves to the output of the network under it: training also scores that "
-        "network's forecast alone (the loss is the forecast's plus the forecast's without what the "
-        "attention adds), so it stays a forecaster by itself and the attention learns what it "
-        "misses. Without it the network leant on the attention and came out worse than the same "
-        "network trained without one, by up to 0.7% at the long horizons of ETTh1 "
-        "(benchmarks/README.md, issue 41). No effect elsewhere; models saved before this field "
-        "trained without it, and resume so",
-    )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",
         description="seq2seq: `autoregressive` steps through H feeding back its own prediction "
@@ -390,8 +379,7 @@ def with_attention_layout_of_its_time(config: dict) -> dict:
     ``model.attention_layout``; a `lags` model saved before ``model.attention_values`` retrieved
     its steps' encoder states with their inputs; a `lags` or `steps` model saved before
     ``model.attention_retrieves_calendar`` retrieved its steps' calendar features with their values,
-    and a step-by-step `lags` one their encoder states too (the field came with both changes); one
-    saved before ``model.attention_base_loss`` was trained without it, and a resumed run goes on so.
+    and a step-by-step `lags` one their encoder states too (the field came with both changes).
     Such a model loads as it was built and forecasts as it did."""
     model = config.get("model", {})
     attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
@@ -402,8 +390,6 @@ def with_attention_layout_of_its_time(config: dict) -> dict:
     as_built = dict(model)
     if model["attention_layout"] == "lags" and "attention_values" not in model:
         as_built["attention_values"] = "states_and_inputs"
-    if "attention_base_loss" not in model:
-        as_built["attention_base_loss"] = False
     if "attention_retrieves_calendar" not in model:
         as_built["attention_retrieves_calendar"] = True
         if model["attention_layout"] == "lags" and model.get("decoder", "autoregressive") != "direct":

@@ -8,7 +8,6 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
-from forecaster.models.output import Forecast
 from forecaster.models.quantiles import pinball_loss
 from forecaster.models.series_embedding import run_network
 
@@ -28,11 +27,8 @@ class ForecastModule(pl.LightningModule):
         teacher_forcing_decay: float = 1.0,
         target_scale: float = 1.0,
         quantiles: list[float] | None = None,
-        base_loss: bool = False,
     ) -> None:
-        """``target_scale`` (the target's training std) turns scaled MAE into original units;
-        ``base_loss`` (``model.attention_base_loss``): where the network gives its forecast without
-        what its attention adds, training scores that forecast too."""
+        """``target_scale`` (the target's training std) turns scaled MAE into original units."""
         super().__init__()
         self.save_hyperparameters(ignore=["network"])
         self.network = network
@@ -57,16 +53,12 @@ class ForecastModule(pl.LightningModule):
         out = run_network(
             self.network, batch, target if training else None, self.teacher_forcing_ratio if training else 0.0
         )
-        loss = self._loss(out, target)
-        if training and self.hparams.get("base_loss") and out.without_attention is not None:
-            loss = loss + self._loss(out.without_attention, target)  # the network under the attention, alone
+        if self.loss_fn is None:
+            loss = pinball_loss(out.quantiles, target, cast(torch.Tensor, self.quantile_levels))
+        else:
+            loss = self.loss_fn(out.mean, target)
         mae = (out.mean - target).abs().mean() * self.hparams["target_scale"]
         return {"loss": loss, "mae": mae}
-
-    def _loss(self, out: Forecast, target: torch.Tensor) -> torch.Tensor:
-        if self.loss_fn is None:
-            return pinball_loss(out.quantiles, target, cast(torch.Tensor, self.quantile_levels))
-        return self.loss_fn(out.mean, target)
 
     def training_step(self, batch, batch_idx):
         return self._step(batch, "train")

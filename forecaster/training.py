@@ -108,7 +108,6 @@ def build_module(config: ForecastConfig, prepared: Prepared) -> ForecastModule:
         teacher_forcing_decay=config.model.teacher_forcing_decay,
         target_scale=target_scale,
         quantiles=config.model.quantiles,
-        base_loss=config.model.attention_base_loss,
     )
 
 

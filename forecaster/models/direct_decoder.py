@@ -100,9 +100,8 @@ class DirectDecoder(nn.Module):
         attention: BahdanauAttention | StepAttention | None = None,
         keys: torch.Tensor | None = None,  # (B, L, A): BahdanauAttention.project_keys(encoded)
         past: torch.Tensor | None = None,  # (B, L, F+K): whose values StepAttention retrieves
-    ) -> tuple[torch.Tensor, Alignment | None, torch.Tensor | None]:
-        """-> raw outputs (B, H, Q or 1), the attention weights (None without attention), and what
-        the `lags` or `steps` attention added to the outputs (B, H, Q or 1; None for the others).
+    ) -> tuple[torch.Tensor, Alignment | None]:
+        """-> raw outputs (B, H, Q or 1) and the attention weights, or None without attention.
 
         StepAttention: Alignment((B, m, H, L_enc), within (m, H, L) or (B, m, H, L) when w > 1);
         BahdanauAttention: Alignment((B, S, L_enc)), S = H / w decoder steps. L_enc is the number
@@ -120,7 +119,7 @@ class DirectDecoder(nn.Module):
                 fixed = fixed_context.unsqueeze(1).expand(-1, self.steps, -1)  # (B, S, C)
                 read = torch.cat([outputs, fixed], dim=-1)  # (B, S, hidden + C)
             emitted = self.output(self.dropout(read)).reshape(batch, self.horizon, self.outputs)
-            return emitted + retrieved, alignment, retrieved  # (B, H, Q or 1) twice
+            return emitted + retrieved, alignment  # (B, H, Q or 1)
         if attention is None:
             contexts = fixed_context.unsqueeze(1).expand(-1, self.steps, -1)  # (B, S, C)
             alignment = None
@@ -129,4 +128,4 @@ class DirectDecoder(nn.Module):
             contexts, weights = attention.attend_all(queries, encoded, keys)  # (B, S, C), (B, S, L_enc)
             alignment = Alignment(weights)
         values = self.output(self.dropout(torch.cat([outputs, contexts], dim=-1)))  # (B, S, w*Q)
-        return values.reshape(batch, self.horizon, self.outputs), alignment, None  # (B, H, Q or 1)
+        return values.reshape(batch, self.horizon, self.outputs), alignment  # (B, H, Q or 1)

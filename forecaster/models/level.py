@@ -43,15 +43,8 @@ class LevelNormalized(nn.Module):
         target_level, target_spread = level[:, :, 0], spread[:, :, 0]  # (B, 1) each
         relative_target = None if target is None else (target - target_level) / target_spread  # (B, H)
         out = self.network(shifted, future, relative_target, teacher_forcing)
-        return restored(out, target_level, target_spread)
-
-
-def restored(out: Forecast, level: torch.Tensor, spread: torch.Tensor) -> Forecast:
-    """A forecast of deviations (level and spread (B, 1) each) back in the series' units, the
-    forecast without attention beside it too; the attention (and its segment) kept."""
-    mean = out.mean * spread + level  # (B, H)
-    quantiles = None
-    if out.quantiles is not None:  # (B, H, Q)
-        quantiles = out.quantiles * spread.unsqueeze(-1) + level.unsqueeze(-1)
-    base = None if out.without_attention is None else restored(out.without_attention, level, spread)
-    return out._replace(mean=mean, quantiles=quantiles, without_attention=base)
+        mean = out.mean * target_spread + target_level  # (B, H)
+        quantiles = None
+        if out.quantiles is not None:  # (B, H, Q)
+            quantiles = out.quantiles * target_spread.unsqueeze(-1) + target_level.unsqueeze(-1)
+        return out._replace(mean=mean, quantiles=quantiles)  # attention (and its segment) kept

@@ -19,10 +19,6 @@ class Forecast(NamedTuple):
     # weight among its w look-back steps (each segment's w entries sum to 1); (m, H, L) when the
     # same for every window (no calendar features), else (B, m, H, L)
     attention_within: torch.Tensor | None = None
-    # in training only, for a network that adds what its attention retrieves to the output of the
-    # network under it (the direct decoder's `lags` and `steps` layouts): that network's forecast
-    # alone, what ``model.attention_base_loss`` scores beside this one
-    without_attention: Forecast | None = None
 
     def attention_per_step(self) -> torch.Tensor | None:
         """(B, H, L) weights, horizon step x look-back step, whatever the model's layout.

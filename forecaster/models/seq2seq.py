@@ -182,8 +182,7 @@ class Seq2SeqForecaster(nn.Module):
                 past, future, target, teacher_forcing, encoded, fixed_context, keys, state
             )
         # target and teacher_forcing are ignored: nothing is fed back, so there is nothing to force
-        direct = self.direct(state, encoded, fixed_context, future, self.attention, keys, past)
-        outputs, alignment, added = direct  # (B, H, Q or 1), weights, what the attention added
+        outputs, alignment = self.direct(state, encoded, fixed_context, future, self.attention, keys, past)
         if self.highway is not None:
             recent = past[:, -self.highway.in_features :, 0]  # (B, k): the target's last k steps
             outputs = outputs + self.highway(recent).unsqueeze(-1)  # (B, H, Q or 1)
@@ -193,17 +192,10 @@ class Seq2SeqForecaster(nn.Module):
         elif alignment is not None:
             weights = alignment.weights
         attention = dict(attention=weights, attention_within=within, segment=self.segment)
-        # what model.attention_base_loss scores: only training reads it, so only training makes it
-        base = self._forecast(outputs - added) if self.training and added is not None else None
-        return self._forecast(outputs)._replace(without_attention=base, **attention)
-
-    def _forecast(self, outputs: torch.Tensor) -> Forecast:
-        """Raw outputs (B, H, Q or 1) -> the point forecast, or the quantiles (sorted: they never
-        cross) and their median."""
-        if not self.quantiles:
-            return Forecast(mean=outputs.squeeze(-1))  # (B, H)
-        outputs = torch.sort(outputs, dim=-1).values  # (B, H, Q)
-        return Forecast(mean=median_of(outputs, self.quantiles), quantiles=outputs)
+        if not self.quantiles:  # outputs (B, H, 1)
+            return Forecast(mean=outputs.squeeze(-1), **attention)  # (B, H)
+        outputs = torch.sort(outputs, dim=-1).values  # (B, H, Q): quantiles never cross
+        return Forecast(mean=median_of(outputs, self.quantiles), quantiles=outputs, **attention)
 
     def _encoder_steps(self, past: torch.Tensor) -> torch.Tensor:
         """(B, L, F) -> the encoder's input: the steps, or (B, L/w, hidden) embedded segments."""

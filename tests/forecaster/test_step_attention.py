@@ -455,27 +455,14 @@ def test_only_attention_models_saved_without_a_layout_get_the_earlier_one():
     assert with_attention_layout_of_its_time({"model": direct})["model"] == {
         **direct,
         "attention_retrieves_calendar": True,
-        "attention_base_loss": False,
     }
     stepwise = {**direct, "decoder": "autoregressive"}  # it retrieved the encoder states too
     assert with_attention_layout_of_its_time({"model": stepwise})["model"] == {
         **stepwise,
         "attention_values": "states_and_inputs",
         "attention_retrieves_calendar": True,
-        "attention_base_loss": False,
     }
-    # saved after attention_retrieves_calendar, before attention_base_loss: trained without it
-    calendar_era = {**direct, "attention_retrieves_calendar": False}
-    assert with_attention_layout_of_its_time({"model": calendar_era})["model"] == {
-        **calendar_era,
-        "attention_base_loss": False,
-    }
-    now = {
-        "attention_layout": "lags",
-        "attention_values": "inputs",
-        "attention_retrieves_calendar": False,
-        "attention_base_loss": True,
-    }
+    now = {"attention_layout": "lags", "attention_values": "inputs", "attention_retrieves_calendar": False}
     for unchanged in (
         {"model": {"architecture": "seq2seq", "attention": "none"}},
         {"model": {"architecture": "many_to_one"}},
