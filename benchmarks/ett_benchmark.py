@@ -95,9 +95,6 @@ NETWORKS = {
         "attention": "bahdanau",
         "attention_layout": "lags",
         "attention_values": "inputs",
-        # the network under the attention is trained to forecast alone too (issue 41's fifth pass;
-        # the default: written out so that runs and probes made before it stay apart from these)
-        "attention_base_loss": True,
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
@@ -126,7 +123,6 @@ NETWORKS = {
         "attention_layout": "lags",
         "attention_values": "inputs",
         "attention_retrieves_calendar": False,
-        "attention_base_loss": True,
         "hidden_size": 64,
         "layers": 2,
         "segment_length": 24,
