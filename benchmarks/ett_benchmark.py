@@ -443,11 +443,14 @@ def main() -> None:
     only_seeds = seed_list(args.only_seeds, args.seeds)
     if args.render:
         runs = [r for r in read_runs(args.results) if args.commit in (None, r["commit"])]
+        linear = {
+            k: r for k, r in read_linear(args.linear_results).items() if args.commit in (None, r["commit"])
+        }
         if args.readme:
-            write_block(args.readme, BEGIN, END, render(runs, read_linear(args.linear_results)) + "\n")
+            write_block(args.readme, BEGIN, END, render(runs, linear) + "\n")
             print(f"wrote the tables of {len(runs)} runs into {args.readme}")
         else:
-            print(render(runs, read_linear(args.linear_results)))
+            print(render(runs, linear))
         return
 
     import torch

@@ -49,10 +49,10 @@ class LinearBaseline:
     def fit(cls, past_target: np.ndarray, target: np.ndarray) -> LinearBaseline:
         """Least squares on training windows: past (N, L) and what followed each, (N, H)."""
         shifted, future = relative_to_last(past_target), target - past_target[:, -1:]
-        if len(shifted) <= shifted.shape[1]:
+        if len(shifted) < past_target.shape[1]:  # L weights with the bias: fewer rows leave them free
             raise ValueError(
-                f"a linear baseline over a look-back of {past_target.shape[1]} needs more than "
-                f"{shifted.shape[1] + 1} training windows, got {len(shifted)}"
+                f"a linear baseline over a look-back of {past_target.shape[1]} needs at least "
+                f"{past_target.shape[1]} training windows, got {len(shifted)}"
             )
         design = np.hstack([shifted, np.ones((len(shifted), 1))])  # (N, L): the bias's column last
         solution, *_ = np.linalg.lstsq(design, future, rcond=None)  # (L, H)

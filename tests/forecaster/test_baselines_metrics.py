@@ -60,5 +60,6 @@ def test_linear_baseline_recovers_a_linear_rule_and_adds_the_last_value_back():
 
 
 def test_linear_baseline_refuses_fewer_windows_than_weights():
-    with pytest.raises(ValueError, match="needs more than 4 training windows, got 3"):
+    with pytest.raises(ValueError, match="needs at least 4 training windows, got 3"):
         LinearBaseline.fit(np.ones((3, 4)), np.ones((3, 2)))
+    LinearBaseline.fit(np.arange(16.0).reshape(4, 4) ** 2, np.ones((4, 2)))  # as many as weights: fitted
