@@ -790,6 +790,26 @@ def timing_against(row: Row, reference: Row | None, network: str) -> str:
     )
 
 
+def linear_row(
+    linear: dict[tuple[int, int], dict], lookback: int, horizons: list[int], label: str, cell
+) -> list[str]:
+    """NLinear's row of a look-back's table (none where it has no record there): ``cell`` of each
+    horizon's record."""
+    if not any((lookback, h) in linear for h in horizons):
+        return []
+    cells = ["" if (lookback, h) not in linear else cell(linear[(lookback, h)]) for h in horizons]
+    return [f"| {label} | " + " | ".join(cells) + " |"]
+
+
+def linear_test(record: dict) -> str:
+    test = record["test"]["model"]
+    return f"{test['mse']:.4f}/{test['mae']:.4f}"
+
+
+def linear_selection(record: dict) -> str:
+    return f"sel. MSE {folds_mse(record, SELECTION_FOLDS):.4f}; {record['test']['model']['mae_c']:.3f} degC"
+
+
 def at(horizons: list[str]) -> str:
     return f"at H={', '.join(horizons)}" if horizons else "at no horizon"
 
@@ -854,12 +874,9 @@ def render(runs: list[dict], linear: dict[tuple[int, int], dict] | None = None) 
                 for h in horizons
             ]
             lines.append(f"| {name.replace('_', ' ')} | " + " | ".join(cells) + " |")
-        if any((lookback, h) in linear for h in horizons):
-            cells = []
-            for h in horizons:
-                test = linear[(lookback, h)]["test"]["model"] if (lookback, h) in linear else None
-                cells.append("" if test is None else f"{test['mse']:.4f}/{test['mae']:.4f}")
-            lines.append(f"| {LINEAR} (NLinear, least squares, these windows) | " + " | ".join(cells) + " |")
+        lines += linear_row(
+            linear, lookback, horizons, f"{LINEAR} (NLinear, least squares, these windows)", linear_test
+        )
         for network in NETWORKS:
             cells = []
             for h in horizons:
@@ -903,16 +920,9 @@ def render(runs: list[dict], linear: dict[tuple[int, int], dict] | None = None) 
                 lines.append(
                     f"| {network}: selection MSE, test MAE degC, s/run | " + " | ".join(cells) + " |"
                 )
-        if any((lookback, h) in linear for h in horizons):
-            cells = []
-            for h in horizons:
-                record = linear.get((lookback, h))
-                cells.append(
-                    ""
-                    if record is None
-                    else f"sel. MSE {folds_mse(record, SELECTION_FOLDS):.4f}; {record['test']['model']['mae_c']:.3f} degC"
-                )
-            lines.append(f"| {LINEAR}: selection MSE, test MAE degC | " + " | ".join(cells) + " |")
+        lines += linear_row(
+            linear, lookback, horizons, f"{LINEAR}: selection MSE, test MAE degC", linear_selection
+        )
         naive_c = [
             "" if first[h] is None else f"{first[h]['test']['naive']['mae_c']:.3f} degC" for h in horizons
         ]

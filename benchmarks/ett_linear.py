@@ -3,7 +3,7 @@ benchmark's own windows: the published figures' floor, measured on exactly the w
 scaling the recurrent networks are scored on (ett_benchmark.py), so the two can be compared without
 trusting that two protocols agree.
 
-    .venv/bin/python benchmarks/ett_linear.py            # every look-back and horizon (about a minute)
+    .venv/bin/python benchmarks/ett_linear.py            # every look-back and horizon (about 20 s here)
     .venv/bin/python benchmarks/ett_linear.py --render   # print the rows the README tables show
 
 It is fitted on the training windows only (stride 1, as the networks train), has nothing to tune
