@@ -4,7 +4,6 @@ scores selection only."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -31,7 +30,7 @@ def test_the_ridge_recovers_a_linear_rule_and_the_penalty_shrinks_it():
 
 def test_the_committed_records_are_the_benchmarks_own_runs():
     # each record retrains a committed run (run_config, the same seed): its own selection MSE is that
-    # run's, so the bound is about the networks the tables show, not about other weights
+    # run's, so the estimate is about the networks the tables show, not about other weights
     records = signal.read()
     assert records, "no committed records"
     runs = {
@@ -45,39 +44,63 @@ def test_the_committed_records_are_the_benchmarks_own_runs():
         assert set(record["ratios"]) == {str(p) for p in signal.PENALTIES}
 
 
-def test_the_render_shows_the_best_ratio_per_seed_and_its_mean():
+def test_the_render_shows_the_best_ratio_per_seed_its_mean_and_the_grids_edge():
+    largest = str(max(signal.PENALTIES))
     records = [
-        {"network": "n", "lookback": 96, "horizon": 24, "seed": s, "selection_mse": 0.05}
-        | {"ratios": {"1.0": 1.01, "10.0": best}}
-        for s, best in ((1, 0.98), (0, 0.99))
+        {"network": "n", "lookback": 96, "horizon": 24, "seed": 1, "selection_mse": 0.05}
+        | {"ratios": {"1.0": 1.01, "10.0": 0.98, largest: 0.99}},
+        {"network": "n", "lookback": 96, "horizon": 24, "seed": 0, "selection_mse": 0.05}
+        | {"ratios": {"1.0": 1.02, "10.0": 1.01, largest: 1.001}},  # no correction helps: 1
+        {"network": "n", "lookback": 96, "horizon": 48, "seed": 0, "selection_mse": 0.07}
+        | {"ratios": {"1.0": 1.01, "10.0": 0.99, largest: 0.97}},  # the best at the edge
     ]
     table = signal.render(records)
-    assert "| n | 96 | 24 | 0.0500 | 0.9900 / 0.9800 (n=2) | 0.9850 |" in table
+    assert "| n | 96 | 24 | 0.0500 | 1.0000 / 0.9800 (n=2) | 0.9900 |" in table
+    assert "| n | 96 | 48 | 0.0700 | 0.9700* (n=1) | 0.9700 |" in table
+    assert "* the best at the largest penalty" in table
+    assert "*" not in signal.render(records[:2])
 
 
-def test_the_readme_table_is_the_committed_records_rendered():
-    readme = (REPO / "benchmarks/README.md").read_text()
-    block = ett_benchmark.readme_tables(readme, (signal.BEGIN, signal.END))
-    assert block == signal.render(signal.read())
+def test_a_rerun_replaces_its_own_record_and_keeps_the_others(tmp_path):
+    old = {"network": "n", "lookback": 96, "horizon": 24, "seed": 0, "ratios": {"1.0": 1.0}}
+    other = old | {"seed": 1}
+    new = old | {"ratios": {"1.0": 0.9}}
+    path = tmp_path / "signal.jsonl"
+    signal.write(path, signal.merged([old, other], new))
+    assert signal.read(path) == [other, new] and not path.with_suffix(".partial").exists()
 
 
 @pytest.mark.slow  # trains a real model: in make test, not make test-fast
-def test_a_run_trains_as_the_benchmark_and_keeps_its_record(tmp_path):
-    results = tmp_path / "signal.jsonl"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/ett_residual_signal.py"), "seg-seq2seq"]
-        + ["--lookbacks", "96", "--horizons", "24", "--seeds", "0", "--results", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (record,) = [json.loads(line) for line in results.read_text().splitlines()]
+def test_a_run_trains_as_the_benchmark_and_never_reads_test(monkeypatch):
+    from forecaster.data.datamodule import PreparedSeries
+
+    windows = PreparedSeries.windows
+
+    def refusing_test(self, split, *args, **kwargs):
+        assert split != "test", "the residual signal read the test split"
+        return windows(self, split, *args, **kwargs)
+
+    monkeypatch.setattr(PreparedSeries, "windows", refusing_test)
+    record = signal.measure("seg-seq2seq", 96, 24, 0)
     committed = next(
         r
         for r in ett_benchmark.read_runs(ett_benchmark.RAW_RESULTS)
         if (r["network"], r["lookback"], r["horizon"], r["seed"]) == ("seg-seq2seq", 96, 24, 0)
     )
     assert record["selection_mse"] == pytest.approx(ett_benchmark.folds_mse(committed, 2), rel=1e-4)
-    assert 0.5 < min(record["ratios"].values()) < 1.5
-    assert "test" not in done.stdout.lower()
+    assert record["epochs_cap"] == ett_benchmark.EPOCHS and set(record["ratios"]) == {
+        str(p) for p in signal.PENALTIES
+    }
+    assert 0.5 < signal.best(record) <= 1.0
+
+
+def test_the_command_line_names_what_is_wrong(tmp_path):
+    script = [sys.executable, str(REPO / "benchmarks/ett_residual_signal.py")]
+    for arguments, says in (
+        (["seg-seq2seq", "--horizons", "999", "--lookbacks", "96"], "--horizons: none of [999]"),
+        (["seg-seq2seq", "--render"], "--render only prints"),
+        (["--readme", str(tmp_path / "R.md")], "use it with --render"),
+        (["seg-seq2seq", "--seeds", "a"], "comma-separated integers"),
+    ):
+        done = subprocess.run([*script, *arguments], capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and says in done.stderr, (arguments, done.stderr[-500:])
