@@ -225,6 +225,8 @@ HORIZONS = {96: [24, 48, 96, 168, 336, 720], 336: [96, 192, 336, 720]}
 # would hold a single window there). Fold 2 is late June to late August 2017, fold 1 late August to
 # late October: together they span the summer-to-autumn change that one fold saw half of.
 SELECTION_FOLDS = 2
+# the epoch cap of every run (early stopping ends most sooner); the cosine schedule anneals over it
+EPOCHS = 10
 SEGMENTED = {name for name, settings in NETWORKS.items() if settings.get("segment_length")}
 
 
@@ -417,7 +419,7 @@ def main() -> None:
         "--only-seeds",
         help="comma-separated: only these of the seeds 0..SEEDS-1 (e.g. to add seeds to a row)",
     )
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--accelerator", default="auto")
     parser.add_argument(
         "--threads",

@@ -3,6 +3,7 @@ benchmark's configurations are chosen (benchmarks/README.md, "How the tables are
 
     .venv/bin/python benchmarks/ett_probe.py seg-gru --set train.ema_decay=0.95 --seeds 0,1,2
     .venv/bin/python benchmarks/ett_probe.py seg-lstm --set model.dropout=0.2 --lookbacks 96,336
+    .venv/bin/python benchmarks/ett_probe.py seg-seq2seq --set train.epochs=20 --lookbacks 96
 
 Each run trains as ett_benchmark.py does (its run_config, then the --set overrides) without
 MLflow, and only the selection window is scored: the test split is never evaluated, so nothing a
@@ -31,12 +32,13 @@ from readme_block import write_block  # noqa: E402
 PROBES = bench.REPO / "benchmarks" / "results" / "ett-probes.jsonl"
 
 
-def probe_config(lookback: int, horizon: int, network: str, seed: int, epochs: int, sets: list[str]):
+def probe_config(lookback: int, horizon: int, network: str, seed: int, sets: list[str]):
     """The benchmark's configuration of ``network`` with the ``--set`` overrides applied and
-    validated (a bad one stops with the field named)."""
+    validated (a bad one stops with the field named). Another epoch cap is a ``--set`` too
+    (``train.epochs=20``), so that a probe's record names everything it changed."""
     from pipelines.config import apply_override, validate
 
-    data = bench.run_config(lookback, horizon, network, seed, epochs, "cpu").model_dump()
+    data = bench.run_config(lookback, horizon, network, seed, bench.EPOCHS, "cpu").model_dump()
     for assignment in sets:
         apply_override(data, assignment)
     return validate(data, source="--set")
@@ -279,7 +281,6 @@ def main() -> None:
     parser.add_argument("--lookbacks", default="336", help="comma-separated: 96 and/or 336")
     parser.add_argument("--horizons", help="comma-separated (default: every horizon of the look-back)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
-    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--results", type=Path, default=PROBES, help="probe runs (JSON lines)")
     args = parser.parse_args()
@@ -311,7 +312,7 @@ def main() -> None:
     if not plan:
         raise SystemExit(f"--horizons: none of {sorted(wanted or [])} in {bench.HORIZONS}")
     try:
-        configs = [probe_config(lb, h, args.network, s, args.epochs, args.sets) for lb, h, s in plan]
+        configs = [probe_config(lb, h, args.network, s, args.sets) for lb, h, s in plan]
     except ConfigError as exc:
         raise SystemExit(str(exc)) from None
     std = bench.ot_train_std()
