@@ -230,6 +230,25 @@ EPOCHS = 10
 SEGMENTED = {name for name, settings in NETWORKS.items() if settings.get("segment_length")}
 
 
+def cells_and_seeds(
+    lookbacks: str, horizons: str | None, seeds: str
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """The (look-back, horizon) cells and seeds of comma-separated options, as the probe scripts take
+    them (horizons None: every horizon of each look-back); a bad one stops with the option named."""
+    try:
+        looked = [int(x) for x in lookbacks.split(",")]
+        seeded = [int(x) for x in seeds.split(",")]
+        wanted = None if horizons is None else {int(x) for x in horizons.split(",")}
+    except ValueError as exc:
+        raise SystemExit(f"--lookbacks/--horizons/--seeds: comma-separated integers ({exc})") from None
+    if set(looked) - set(HORIZONS):
+        raise SystemExit(f"--lookbacks: {sorted(set(looked) - set(HORIZONS))} not in {list(HORIZONS)}")
+    cells = [(lb, h) for lb in looked for h in HORIZONS[lb] if wanted is None or h in wanted]
+    if not cells:
+        raise SystemExit(f"--horizons: none of {sorted(wanted or [])} in {HORIZONS}")
+    return cells, seeded
+
+
 @dataclass
 class Plan:
     lookback: int

@@ -284,16 +284,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--results", type=Path, default=PROBES, help="probe runs (JSON lines)")
     args = parser.parse_args()
-    try:
-        lookbacks = [int(x) for x in args.lookbacks.split(",")]
-        seeds = [int(x) for x in args.seeds.split(",")]
-        wanted = None if args.horizons is None else {int(x) for x in args.horizons.split(",")}
-    except ValueError as exc:
-        raise SystemExit(f"--lookbacks/--horizons/--seeds: comma-separated integers ({exc})") from None
-    if set(lookbacks) - set(bench.HORIZONS):
-        raise SystemExit(
-            f"--lookbacks: {sorted(set(lookbacks) - set(bench.HORIZONS))} not in {list(bench.HORIZONS)}"
-        )
+    cells, seeds = bench.cells_and_seeds(args.lookbacks, args.horizons, args.seeds)
 
     import torch
 
@@ -302,15 +293,7 @@ def main() -> None:
 
     quiet_libraries()
     torch.set_num_threads(args.threads)
-    plan = [
-        (lookback, horizon, seed)
-        for lookback in lookbacks
-        for horizon in bench.HORIZONS[lookback]
-        if wanted is None or horizon in wanted
-        for seed in seeds
-    ]
-    if not plan:
-        raise SystemExit(f"--horizons: none of {sorted(wanted or [])} in {bench.HORIZONS}")
+    plan = [(lookback, horizon, seed) for lookback, horizon in cells for seed in seeds]
     try:
         configs = [probe_config(lb, h, args.network, s, args.sets) for lb, h, s in plan]
     except ConfigError as exc:

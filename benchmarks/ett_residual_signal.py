@@ -193,17 +193,7 @@ def main() -> None:
     if not args.render:
         if args.network is None:
             raise SystemExit("name a network (one of ett_benchmark.NETWORKS), or --render")
-        try:
-            lookbacks = [int(x) for x in args.lookbacks.split(",")]
-            seeds = [int(x) for x in args.seeds.split(",")]
-            wanted = None if args.horizons is None else {int(x) for x in args.horizons.split(",")}
-        except ValueError as exc:
-            raise SystemExit(f"--lookbacks/--horizons/--seeds: comma-separated integers ({exc})") from None
-        if set(lookbacks) - set(bench.HORIZONS):
-            raise SystemExit(f"--lookbacks: each one of {list(bench.HORIZONS)}")
-        cells = [(lb, h) for lb in lookbacks for h in bench.HORIZONS[lb] if wanted is None or h in wanted]
-        if not cells:
-            raise SystemExit(f"--horizons: none of {sorted(wanted or [])} in {bench.HORIZONS}")
+        cells, seeds = bench.cells_and_seeds(args.lookbacks, args.horizons, args.seeds)
         import torch
 
         from pipelines.cli import quiet_libraries

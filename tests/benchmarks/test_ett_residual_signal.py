@@ -114,6 +114,7 @@ def test_the_command_line_names_what_is_wrong(tmp_path):
         (["seg-seq2seq", "--render"], "--render only prints"),
         (["--readme", str(tmp_path / "R.md")], "use it with --render"),
         (["seg-seq2seq", "--seeds", "a"], "comma-separated integers"),
+        (["seg-seq2seq", "--lookbacks", "100"], "--lookbacks: [100] not in [96, 336]"),
     ):
         done = subprocess.run([*script, *arguments], capture_output=True, text=True, timeout=120)
         assert done.returncode != 0 and says in done.stderr, (arguments, done.stderr[-500:])
