@@ -80,7 +80,8 @@ def forecasts(predictor, windows) -> np.ndarray:
 
 
 def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
-    """Train ``network`` as the benchmark does and score what a linear correction of it fitted on the training windows adds."""
+    """Train ``network`` as the benchmark does, fit the linear correction on the training windows,
+    and score both on the selection folds."""
     from forecaster.data.datamodule import prepare
     from forecaster.data.source import load_from_config
     from forecaster.data.splitting import selection_splits
