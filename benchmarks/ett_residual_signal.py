@@ -47,13 +47,6 @@ BEGIN, END = (
 PENALTIES = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7)  # ridge penalties on the z-scored scale
 
 
-def features(past_target: np.ndarray) -> np.ndarray:
-    """(N, L) -> (N, L): NLinear's inputs, the look-back minus its last value, and a bias column."""
-    from forecaster.baselines import relative_to_last
-
-    return np.hstack([relative_to_last(past_target), np.ones((len(past_target), 1))])
-
-
 def ridge(design: np.ndarray, residual: np.ndarray, penalty: float) -> np.ndarray:
     """(N, L), (N, H) -> (L, H): the least-squares map plus ``penalty`` times its squared norm
     (the bias is penalised too: on residuals of a fitted network its best value is near 0)."""
@@ -61,27 +54,20 @@ def ridge(design: np.ndarray, residual: np.ndarray, penalty: float) -> np.ndarra
     return np.linalg.solve(gram, design.T @ residual)
 
 
-def forecasts(predictor, windows) -> np.ndarray:
-    """The trained network's forecasts (N, H) of ``windows`` (z-scored), as evaluation makes them."""
-    import torch
+def forecasts(predictor, prepared, split: str) -> np.ndarray:
+    """The trained network's forecasts (N, H) of ``split``'s windows, made as evaluation makes them
+    (``SplitWindows`` and ``Predictor.predict`` on raw units), on the z-scored scale of the rest."""
+    from forecaster.evaluation import SplitWindows
 
-    from forecaster.data.windows import WindowDataset
-
-    batch = WindowDataset([windows]).gather(np.arange(len(windows)))
-    batch.pop("target")
-    parts = []
-    with torch.inference_mode():
-        for start in range(0, len(windows), 1024):
-            chunk = {
-                key: None if value is None else value[start : start + 1024] for key, value in batch.items()
-            }
-            parts.append(predictor.runtime(chunk).mean.numpy().astype(np.float64))
-    return np.concatenate(parts)
+    given = SplitWindows.of(predictor, prepared, split)
+    raw = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids).mean
+    return (raw - prepared.scaler.mean[0]) / prepared.scaler.std[0]
 
 
 def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     """Train ``network`` as the benchmark does, fit the linear correction on the training windows,
     and score both on the selection folds."""
+    from forecaster.baselines import nlinear_design
     from forecaster.data.datamodule import prepare
     from forecaster.data.source import load_from_config
     from forecaster.data.splitting import selection_splits
@@ -92,11 +78,15 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     started = time.perf_counter()
     trained = train_model(config, prepared)
     seconds = time.perf_counter() - started
-    train = prepared.windows("train", scaled=True)
-    residual = train.target() - forecasts(trained.predictor, train)  # (N, H)
-    design = features(train.past()[..., 0])
-    folds = [prepared.windows(split, scaled=True) for split in selection_splits(bench.SELECTION_FOLDS)]
-    scored = [(features(f.past()[..., 0]), f.target() - forecasts(trained.predictor, f)) for f in folds]
+
+    def design_and_residual(split: str) -> tuple[np.ndarray, np.ndarray]:
+        """(N, L) look-back features and (N, H) residuals (truth minus forecast), z-scored."""
+        windows = prepared.windows(split, scaled=True)
+        residual = windows.target() - forecasts(trained.predictor, prepared, split)
+        return nlinear_design(windows.past()[..., 0]), residual
+
+    design, residual = design_and_residual("train")
+    scored = [design_and_residual(split) for split in selection_splits(bench.SELECTION_FOLDS)]
     own = statistics.mean(float(np.mean(error**2)) for _, error in scored)
     ratios = {}
     for penalty in PENALTIES:

@@ -48,13 +48,12 @@ class LinearBaseline:
     @classmethod
     def fit(cls, past_target: np.ndarray, target: np.ndarray) -> LinearBaseline:
         """Least squares on training windows: past (N, L) and what followed each, (N, H)."""
-        shifted, future = relative_to_last(past_target), target - past_target[:, -1:]
-        if len(shifted) < past_target.shape[1]:  # L weights with the bias: fewer rows leave them free
+        design, future = nlinear_design(past_target), target - past_target[:, -1:]
+        if len(design) < past_target.shape[1]:  # L weights with the bias: fewer rows leave them free
             raise ValueError(
                 f"a linear baseline over a look-back of {past_target.shape[1]} needs at least "
-                f"{past_target.shape[1]} training windows, got {len(shifted)}"
+                f"{past_target.shape[1]} training windows, got {len(design)}"
             )
-        design = np.hstack([shifted, np.ones((len(shifted), 1))])  # (N, L): the bias's column last
         solution, *_ = np.linalg.lstsq(design, future, rcond=None)  # (L, H)
         return cls(weights=solution[:-1], bias=solution[-1])
 
@@ -66,3 +65,9 @@ class LinearBaseline:
 def relative_to_last(past_target: np.ndarray) -> np.ndarray:
     """(N, L) -> (N, L - 1): every step but the last, minus the last."""
     return past_target[:, :-1] - past_target[:, -1:]
+
+
+def nlinear_design(past_target: np.ndarray) -> np.ndarray:
+    """(N, L) -> (N, L): NLinear's inputs, every step but the last minus the last, and a column of
+    ones for the bias (last): the design matrix of a linear map from the look-back."""
+    return np.hstack([relative_to_last(past_target), np.ones((len(past_target), 1))])

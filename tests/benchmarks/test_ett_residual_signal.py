@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from forecaster.baselines import nlinear_design
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -21,10 +22,10 @@ def test_the_ridge_recovers_a_linear_rule_and_the_penalty_shrinks_it():
     rng = np.random.default_rng(0)
     past = rng.normal(size=(500, 8)).cumsum(axis=1)  # (N, L)
     rule = rng.normal(size=(8, 3))  # (L - 1 + bias, H)
-    residual = signal.features(past) @ rule  # (N, H): exactly linear in the features
-    assert signal.features(past).shape == (500, 8) and np.all(signal.features(past)[:, -1] == 1)
-    np.testing.assert_allclose(signal.ridge(signal.features(past), residual, 1e-9), rule, atol=1e-6)
-    shrunk = signal.ridge(signal.features(past), residual, 1e6)
+    residual = nlinear_design(past) @ rule  # (N, H): exactly linear in the features
+    assert nlinear_design(past).shape == (500, 8) and np.all(nlinear_design(past)[:, -1] == 1)
+    np.testing.assert_allclose(signal.ridge(nlinear_design(past), residual, 1e-9), rule, atol=1e-6)
+    shrunk = signal.ridge(nlinear_design(past), residual, 1e6)
     assert np.linalg.norm(shrunk) < 0.1 * np.linalg.norm(rule)
 
 
