@@ -1,0 +1,133 @@
+"""Is one forecaster's test loss really lower than another's, or inside what the test period can
+resolve? A Diebold-Mariano test of the paired loss difference (Diebold & Mariano 1995), with the
+variance made robust to how overlapping windows' losses depend on each other.
+
+Every window of a split is a forecast origin, one step after the last: two windows less than H
+steps apart forecast some of the same hours, so their losses are far from independent, and a
+test period of N windows holds only about N / H separate horizons (fewer than three at H=720 on
+ETTh1's test period). The difference d_w (loss of A minus loss of B at origin w) gets a
+Newey-West variance (Bartlett weights) over H + a week of lags, and its critical value and
+p-value come from the same statistic computed on simulated differences that share targets the
+way the windows do (each the sum of H independent per-hour terms, a window's neighbour sharing
+all but one), at the same N, H and bandwidth. A reference of independent differences (the
+"fixed-b" one of Kiefer & Vogelsang 2005, made for dependence short against N) rejected a true
+null in 16% to 20% of simulated cases at H=720, where windows share hours over a third of N; this
+one stays near the nominal 5% (tests/benchmarks/test_paired_loss_test.py checks it with per-hour
+terms that are themselves autocorrelated). The price is width: with a few
+horizons' worth of windows the interval is wide, and it says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+SIMULATIONS = 4000  # null draws per (N, bandwidth): the p-value's resolution is 1 / 4001
+LEVEL = 0.95
+WEEK = 168  # hourly steps
+
+
+def autocovariances(series: np.ndarray, lags: int) -> np.ndarray:
+    """(..., N) -> (..., lags + 1): gamma_k = sum_t (x_t - mean)(x_{t+k} - mean) / N, k = 0..lags,
+    through the FFT (zero-padded, so no wrap-around)."""
+    centred = series - series.mean(axis=-1, keepdims=True)
+    size = 1 << int(2 * centred.shape[-1] - 1).bit_length()
+    spectrum = np.fft.rfft(centred, n=size, axis=-1)
+    return np.fft.irfft(spectrum * spectrum.conj(), n=size, axis=-1)[..., : lags + 1] / centred.shape[-1]
+
+
+def long_run_variance(series: np.ndarray, bandwidth: int) -> np.ndarray:
+    """Newey-West: gamma_0 + 2 sum_{k=1..M} (1 - k / (M + 1)) gamma_k; never negative."""
+    gamma = autocovariances(series, bandwidth)
+    weights = 1.0 - np.arange(1, bandwidth + 1) / (bandwidth + 1.0)
+    return gamma[..., 0] + 2.0 * (gamma[..., 1:] * weights).sum(axis=-1)
+
+
+def statistic(difference: np.ndarray, bandwidth: int) -> np.ndarray:
+    """mean(d) / sqrt(long-run variance / N) along the last axis."""
+    count = difference.shape[-1]
+    return difference.mean(axis=-1) / np.sqrt(long_run_variance(difference, bandwidth) / count)
+
+
+def overlapping_sums(terms: np.ndarray, horizon: int) -> np.ndarray:
+    """(..., N + H - 1) per-hour terms -> (..., N): window w's sum of hours w .. w + H - 1, as
+    window w's loss sums its H forecast hours."""
+    total = np.cumsum(terms, axis=-1)
+    total = np.concatenate([np.zeros((*terms.shape[:-1], 1)), total], axis=-1)
+    return total[..., horizon:] - total[..., :-horizon]
+
+
+@cache
+def null_statistics(count: int, horizon: int, bandwidth: int, seed: int = 0) -> np.ndarray:
+    """Sorted |statistic| of SIMULATIONS null differences: ``count`` windows of ``horizon`` hours
+    over independent normal per-hour terms (deterministic: ``seed``)."""
+    rng = np.random.default_rng(seed)
+    batches = [
+        np.abs(
+            statistic(overlapping_sums(rng.standard_normal((250, count + horizon - 1)), horizon), bandwidth)
+        )
+        for _ in range(SIMULATIONS // 250)
+    ]
+    return np.sort(np.concatenate(batches))
+
+
+def bandwidth_of(horizon: int) -> int:
+    """Lags of the variance: the H - 1 over which windows share hours, and a week (168 hourly
+    steps) for what a model leaves in its errors beyond them."""
+    return horizon + WEEK
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """A's mean loss over B's, its interval at LEVEL and the two-sided p-value of "the same"."""
+
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+    windows: int
+    horizon: int
+    bandwidth: int
+
+    @property
+    def verdict(self) -> str:
+        """ "lower" or "higher" where the interval excludes 1, "not resolved" where it holds it."""
+        if self.high < 1.0:
+            return "lower"
+        if self.low > 1.0:
+            return "higher"
+        return "not resolved"
+
+
+def paired_test(loss_a: np.ndarray, loss_b: np.ndarray, horizon: int) -> PairedTest:
+    """Losses (N,) of A and B on the same N windows of ``horizon`` steps, in origin order -> A's
+    mean over B's, with the interval of that ratio (B's mean held fixed) and the p-value of a zero
+    mean difference."""
+    if loss_a.shape != loss_b.shape or loss_a.ndim != 1:
+        raise ValueError(
+            f"paired losses must be two (N,) arrays of one shape, not {loss_a.shape} and {loss_b.shape}"
+        )
+    count, bandwidth = loss_a.shape[0], bandwidth_of(horizon)
+    if bandwidth >= count:
+        raise ValueError(
+            f"{count} windows are too few for a horizon of {horizon}: the variance reads {bandwidth} lags"
+        )
+    difference = loss_a - loss_b
+    spread = float(np.sqrt(long_run_variance(difference, bandwidth) / count))
+    null = null_statistics(count, horizon, bandwidth)
+    critical = float(np.quantile(null, LEVEL))
+    observed = abs(float(difference.mean())) / spread if spread > 0 else np.inf
+    p_value = (1 + int(np.sum(null >= observed))) / (len(null) + 1)
+    base = float(loss_b.mean())
+    mean = float(difference.mean())
+    return PairedTest(
+        ratio=float(loss_a.mean()) / base,
+        low=1.0 + (mean - critical * spread) / base,
+        high=1.0 + (mean + critical * spread) / base,
+        p_value=p_value,
+        windows=count,
+        horizon=horizon,
+        bandwidth=bandwidth,
+    )
