@@ -32,8 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
+import paired_loss_test as paired  # noqa: E402
 from ett_residual_signal import forecasts  # noqa: E402  (evaluation's forecasts, z-scored)
-from paired_loss_test import LEVEL, paired_test  # noqa: E402
 from provenance import commit, machine  # noqa: E402
 from readme_block import write_block  # noqa: E402
 
@@ -90,7 +90,7 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
         for seed, run in zip(seeds, runs, strict=True):
             reproduced(network, lookback, horizon, seed, float(run.mean()))
     pooled = {network: np.mean(runs, axis=0) for network, runs in losses.items()}  # (N,) each
-    test = paired_test(pooled[ATTENTION], pooled[NONE], horizon)
+    test = paired.paired_test(pooled[ATTENTION], pooled[NONE], horizon)
     return {
         "lookback": lookback,
         "horizon": horizon,
@@ -100,7 +100,7 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
         "ratio": test.ratio,
         "low": test.low,
         "high": test.high,
-        "level": LEVEL,
+        "level": paired.LEVEL,
         "p_value": test.p_value,
         "windows": test.windows,
         "bandwidth": test.bandwidth,
@@ -127,26 +127,22 @@ def write(path: Path, records: list[dict]) -> None:
 
 
 def verdict(record: dict) -> str:
-    if record["high"] < 1.0:
-        return "lower"
-    if record["low"] > 1.0:
-        return "higher"
-    return "not resolved"
+    return paired.verdict(record["low"], record["high"])
 
 
 def render(records: list[dict]) -> str:
     """Per look-back and horizon: both test MSEs, the ratio per seed and pooled, its interval and
     p-value, and what the interval says."""
     lines = [
-        "| L | H | test windows (separate horizons) | with / without attention, test MSE | ratio per seed | ratio | 95% interval | p | the interval says |",
+        "| L | H | test windows (horizons in the test period) | with / without attention, test MSE | ratio per seed | ratio | 95% interval | p | the interval says |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for record in sorted(records, key=lambda r: (r["lookback"], r["horizon"])):
         with_, without = record["test_mse"][ATTENTION], record["test_mse"][NONE]
         per_seed = " / ".join(f"{a / b:.3f}" for a, b in zip(with_, without, strict=True))
-        separate = record["windows"] / record["horizon"]
+        horizons = (record["windows"] + record["horizon"] - 1) / record["horizon"]  # its hours / H
         lines.append(
-            f"| {record['lookback']} | {record['horizon']} | {record['windows']} ({separate:.1f}) "
+            f"| {record['lookback']} | {record['horizon']} | {record['windows']} ({horizons:.1f}) "
             f"| {statistics.mean(with_):.4f} / {statistics.mean(without):.4f} | {per_seed} "
             f"| {record['ratio']:.3f} | {record['low']:.3f} to {record['high']:.3f} "
             f"| {record['p_value']:.3f} | {verdict(record)} |"

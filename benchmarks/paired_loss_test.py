@@ -93,12 +93,17 @@ class PairedTest:
 
     @property
     def verdict(self) -> str:
-        """ "lower" or "higher" where the interval excludes 1, "not resolved" where it holds it."""
-        if self.high < 1.0:
-            return "lower"
-        if self.low > 1.0:
-            return "higher"
-        return "not resolved"
+        return verdict(self.low, self.high)
+
+
+def verdict(low: float, high: float) -> str:
+    """What an interval of A's loss over B's says: "lower" or "higher" where it excludes 1, "not
+    resolved" where it holds it."""
+    if high < 1.0:
+        return "lower"
+    if low > 1.0:
+        return "higher"
+    return "not resolved"
 
 
 def paired_test(loss_a: np.ndarray, loss_b: np.ndarray, horizon: int) -> PairedTest:
