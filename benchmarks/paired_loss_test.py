@@ -4,8 +4,8 @@ variance made robust to how overlapping windows' losses depend on each other.
 
 Every window of a split is a forecast origin, one step after the last: two windows less than H
 steps apart forecast some of the same hours, so their losses are far from independent, and a
-test period of N windows holds only about N / H separate horizons (fewer than three at H=720 on
-ETTh1's test period). The difference d_w (loss of A minus loss of B at origin w) gets a
+test period of N windows holds only N + H - 1 hours, (N + H - 1) / H separate horizons (four at
+H=720 on ETTh1's test period). The difference d_w (loss of A minus loss of B at origin w) gets a
 Newey-West variance (Bartlett weights) over H + a week of lags, and its critical value and
 p-value come from the same statistic computed on simulated differences that share targets the
 way the windows do (each the sum of H independent per-hour terms, a window's neighbour sharing
@@ -24,7 +24,8 @@ from functools import cache
 
 import numpy as np
 
-SIMULATIONS = 4000  # null draws per (N, bandwidth): the p-value's resolution is 1 / 4001
+SIMULATIONS = 20_000  # null draws per (N, H): the p-value's resolution is 1 / 20,001
+BATCH = 250  # null draws made at once
 LEVEL = 0.95
 WEEK = 168  # hourly steps
 
@@ -66,9 +67,10 @@ def null_statistics(count: int, horizon: int, bandwidth: int, seed: int = 0) -> 
     rng = np.random.default_rng(seed)
     batches = [
         np.abs(
-            statistic(overlapping_sums(rng.standard_normal((250, count + horizon - 1)), horizon), bandwidth)
+            statistic(overlapping_sums(rng.standard_normal((size, count + horizon - 1)), horizon), bandwidth)
         )
-        for _ in range(SIMULATIONS // 250)
+        for size in [BATCH] * (SIMULATIONS // BATCH) + [SIMULATIONS % BATCH]
+        if size
     ]
     return np.sort(np.concatenate(batches))
 
@@ -77,6 +79,18 @@ def bandwidth_of(horizon: int) -> int:
     """Lags of the variance: the H - 1 over which windows share hours, and a week (168 hourly
     steps) for what a model leaves in its errors beyond them."""
     return horizon + WEEK
+
+
+def critical_value(null: np.ndarray, level: float = LEVEL) -> float:
+    """The order statistic c of the sorted ``null`` for which |t| > c exactly when the p-value
+    (``p_value``) is at most 1 - level, so that the interval and the p-value never disagree."""
+    return float(null[int(np.ceil(level * (len(null) + 1))) - 1])
+
+
+def p_value(null: np.ndarray, observed: float) -> float:
+    """Share of the null at or beyond |t|, counting the observed statistic as one of the draws."""
+    at_or_beyond = len(null) - int(np.searchsorted(null, observed, side="left"))
+    return (1 + at_or_beyond) / (len(null) + 1)
 
 
 @dataclass(frozen=True)
@@ -106,32 +120,62 @@ def verdict(low: float, high: float) -> str:
     return "not resolved"
 
 
+def fieller(
+    mean_a: float, mean_b: float, variances: tuple[float, float, float], bound: float
+) -> tuple[float, float]:
+    """The ratios R for which |mean(a - R b)| <= bound x its standard error: the test of "A's mean
+    is R times B's" inverted (Fieller), so the spread of B's mean counts too, and R = 1 lies outside
+    exactly when the test of no difference rejects. ``variances``: long-run variances of a, of b
+    and their covariance, over N (the squared standard errors). Unbounded when B's own mean is not
+    resolved from 0 (never, for losses)."""
+    var_a, var_b, cov_ab = variances
+    k = bound**2
+    quadratic = mean_b**2 - k * var_b  # (mean_a - R mean_b)^2 - k var(a - R b) <= 0, in R
+    linear = mean_a * mean_b - k * cov_ab
+    constant = mean_a**2 - k * var_a
+    if quadratic <= 0:
+        return -np.inf, np.inf
+    root = np.sqrt(max(linear**2 - quadratic * constant, 0.0))
+    return (linear - root) / quadratic, (linear + root) / quadratic
+
+
+def observed_statistic(mean: float, spread: float) -> float:
+    """|mean| / standard error; where A - B is the same in every window (no spread), no difference
+    at all (0) or one beyond any doubt (infinite)."""
+    if spread > 0:
+        return abs(mean) / spread
+    return 0.0 if mean == 0 else np.inf
+
+
 def paired_test(loss_a: np.ndarray, loss_b: np.ndarray, horizon: int) -> PairedTest:
     """Losses (N,) of A and B on the same N windows of ``horizon`` steps, in origin order -> A's
-    mean over B's, with the interval of that ratio (B's mean held fixed) and the p-value of a zero
-    mean difference."""
+    mean over B's, its interval (Fieller's, from the same statistic and critical value) and the
+    p-value of no difference (a zero mean of A - B)."""
     if loss_a.shape != loss_b.shape or loss_a.ndim != 1:
         raise ValueError(
             f"paired losses must be two (N,) arrays of one shape, not {loss_a.shape} and {loss_b.shape}"
         )
+    if not (np.all(np.isfinite(loss_a)) and np.all(np.isfinite(loss_b))):
+        raise ValueError("paired losses must be finite: a NaN or infinite loss has no mean to test")
     count, bandwidth = loss_a.shape[0], bandwidth_of(horizon)
     if bandwidth >= count:
         raise ValueError(
             f"{count} windows are too few for a horizon of {horizon}: the variance reads {bandwidth} lags"
         )
     difference = loss_a - loss_b
-    spread = float(np.sqrt(long_run_variance(difference, bandwidth) / count))
+    mean, spread = float(difference.mean()), float(np.sqrt(long_run_variance(difference, bandwidth) / count))
+    observed = observed_statistic(mean, spread)
     null = null_statistics(count, horizon, bandwidth)
-    critical = float(np.quantile(null, LEVEL))
-    observed = abs(float(difference.mean())) / spread if spread > 0 else np.inf
-    p_value = (1 + int(np.sum(null >= observed))) / (len(null) + 1)
-    base = float(loss_b.mean())
-    mean = float(difference.mean())
+    var_a, var_b = (float(long_run_variance(loss, bandwidth)) / count for loss in (loss_a, loss_b))
+    cov_ab = (var_a + var_b - spread**2) / 2  # var(a - b) = var a + var b - 2 cov
+    low, high = fieller(
+        float(loss_a.mean()), float(loss_b.mean()), (var_a, var_b, cov_ab), critical_value(null)
+    )
     return PairedTest(
-        ratio=float(loss_a.mean()) / base,
-        low=1.0 + (mean - critical * spread) / base,
-        high=1.0 + (mean + critical * spread) / base,
-        p_value=p_value,
+        ratio=float(loss_a.mean()) / float(loss_b.mean()),
+        low=low,
+        high=high,
+        p_value=p_value(null, observed),
         windows=count,
         horizon=horizon,
         bandwidth=bandwidth,

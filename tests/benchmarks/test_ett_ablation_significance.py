@@ -20,12 +20,7 @@ ATTENTION, NONE = significance.ATTENTION, significance.NONE
 
 
 def committed_test_mse(network: str, lookback: int, horizon: int, seed: int) -> float:
-    key = (network, lookback, horizon, seed)
-    return [
-        r["test"]["model"]["mse"]
-        for r in ett_benchmark.read_runs(ett_benchmark.RAW_RESULTS)
-        if (r["network"], r["lookback"], r["horizon"], r["seed"]) == key
-    ][-1]
+    return ett_benchmark.committed_run(network, lookback, horizon, seed)["test"]["model"]["mse"]
 
 
 def test_the_committed_records_are_the_ablation_tables_runs():
@@ -40,6 +35,22 @@ def test_the_committed_records_are_the_ablation_tables_runs():
         ratio = statistics.mean(record["test_mse"][ATTENTION]) / statistics.mean(record["test_mse"][NONE])
         assert record["ratio"] == pytest.approx(ratio, rel=1e-9)
         assert record["low"] < record["ratio"] < record["high"] and 0 < record["p_value"] <= 1
+        kept = [statistics.mean(record["losses"][network]) for network in (ATTENTION, NONE)]
+        assert kept == pytest.approx(
+            [statistics.mean(record["test_mse"][n]) for n in (ATTENTION, NONE)], rel=1e-5
+        )
+
+
+def test_the_readme_table_is_rendered_from_the_committed_records():
+    document = (REPO / "benchmarks" / "README.md").read_text()
+    block = document.split(significance.BEGIN)[1].split(significance.END)[0]
+    assert block.strip() == significance.render(significance.read()).strip()
+
+
+def test_a_retest_of_the_kept_losses_gives_the_recorded_test():
+    # the smallest cell: the test is a function of the kept window losses alone
+    record = next(r for r in significance.read() if (r["lookback"], r["horizon"]) == (96, 24))
+    assert significance.tested(record) == record
 
 
 def test_a_retrained_run_that_is_not_the_committed_one_stops_the_measurement():
@@ -53,6 +64,7 @@ def test_a_retrained_run_that_is_not_the_committed_one_stops_the_measurement():
 
 def record(lookback: int, horizon: int, low: float, high: float) -> dict:
     return {
+        "losses": {ATTENTION: [0.1] * 10, NONE: [0.1] * 10},
         "lookback": lookback,
         "horizon": horizon,
         "seeds": [0, 1],
@@ -74,14 +86,14 @@ def test_the_table_says_which_differences_the_test_period_resolves():
     assert lines[2].startswith("| 96 | 24 | 2000 (84.3) | 0.1000 / 0.1000 | 0.990 / 1.010 | 1.000 |")
     assert lines[2].endswith("| 0.980 to 1.020 | 0.500 | not resolved |")
     assert lines[3].endswith("| lower |") and lines[4].endswith("| higher |")
-    assert "lower in 1 of 3 cells, higher in 1, not resolved by the test period in 1." in table
+    assert "lower in 1 of 3 cells, higher in 1, not resolved by the test period in 1 (each cell" in table
 
 
 def test_a_rerun_replaces_its_own_record_and_keeps_the_others(tmp_path):
     old, other = record(96, 24, 0.9, 1.1), record(96, 48, 0.9, 1.1)
     new = old | {"p_value": 0.01}
     path = tmp_path / "significance.jsonl"
-    significance.write(path, significance.merged([old, other], new))
+    ett_benchmark.write_runs(path, significance.merged([old, other], new))
     assert significance.read(path) == [other, new] and not path.with_suffix(".partial").exists()
 
 
@@ -99,6 +111,9 @@ def test_the_command_line_names_what_is_wrong(tmp_path):
         (["--readme", str(tmp_path / "R.md")], "use it with --render"),
         (["--seeds", "a"], "comma-separated integers"),
         (["--render", "--readme", str(tmp_path / "R.md")], "has no"),
+        (["--render", "--results", str(tmp_path / "none.jsonl")], "no records in"),
+        (["--retest", "--results", str(tmp_path / "none.jsonl")], "no records in"),
+        (["--threads", "0"], "a positive integer, not '0'"),
     ):
         (tmp_path / "R.md").write_text("no markers\n")
         done = subprocess.run([*script, *arguments], capture_output=True, text=True, timeout=120)
