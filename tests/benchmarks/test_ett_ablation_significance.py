@@ -33,7 +33,7 @@ def test_the_committed_records_are_the_ablation_tables_runs():
             committed = [committed_test_mse(network, *cell, seed) for seed in record["seeds"]]
             assert record["test_mse"][network] == pytest.approx(committed, rel=1e-4), (network, cell)
         ratio = statistics.mean(record["test_mse"][ATTENTION]) / statistics.mean(record["test_mse"][NONE])
-        assert record["ratio"] == pytest.approx(ratio, rel=1e-9)
+        assert record["ratio"] == pytest.approx(ratio, rel=1e-5)  # from the kept losses (6 digits)
         assert record["low"] < record["ratio"] < record["high"] and 0 < record["p_value"] <= 1
         kept = [statistics.mean(record["losses"][network]) for network in (ATTENTION, NONE)]
         assert kept == pytest.approx(
