@@ -351,6 +351,34 @@ def read_runs(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def write_runs(path: Path, records: list[dict]) -> None:
+    """All records at once through a temporary file, so a crash mid-write leaves the old file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text("".join(json.dumps(r) + "\n" for r in records))
+    partial.replace(path)
+
+
+def committed_run(network: str, lookback: int, horizon: int, seed: int) -> dict | None:
+    """The committed run of ``network`` at this cell and seed (RAW_RESULTS; the last written wins,
+    as it does in the tables), or None."""
+    key = (network, lookback, horizon, seed)
+    runs = [
+        r for r in read_runs(RAW_RESULTS) if (r["network"], r["lookback"], r["horizon"], r["seed"]) == key
+    ]
+    return runs[-1] if runs else None
+
+
+def split_forecasts(predictor, prepared, split: str):
+    """A trained network's forecasts (N, H) of ``split``'s windows, made as evaluation makes them
+    (``SplitWindows`` and ``Predictor.predict`` on raw units), on the z-scored scale of the tables."""
+    from forecaster.evaluation import SplitWindows
+
+    given = SplitWindows.of(predictor, prepared, split)
+    raw = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids).mean
+    return (raw - prepared.scaler.mean[0]) / prepared.scaler.std[0]
+
+
 def read_linear(path: Path = LINEAR_RESULTS) -> dict[tuple[int, int], dict]:
     """(look-back, horizon) -> the NLinear record there (ett_linear.py); the last written wins."""
     return {(r["lookback"], r["horizon"]): r for r in read_runs(path)}

@@ -26,7 +26,6 @@ horizon and seed (a rerun replaces its own).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -54,16 +53,6 @@ def ridge(design: np.ndarray, residual: np.ndarray, penalty: float) -> np.ndarra
     return np.linalg.solve(gram, design.T @ residual)
 
 
-def forecasts(predictor, prepared, split: str) -> np.ndarray:
-    """The trained network's forecasts (N, H) of ``split``'s windows, made as evaluation makes them
-    (``SplitWindows`` and ``Predictor.predict`` on raw units), on the z-scored scale of the rest."""
-    from forecaster.evaluation import SplitWindows
-
-    given = SplitWindows.of(predictor, prepared, split)
-    raw = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids).mean
-    return (raw - prepared.scaler.mean[0]) / prepared.scaler.std[0]
-
-
 def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     """Train ``network`` as the benchmark does, fit the linear correction on the training windows,
     and score both on the selection folds."""
@@ -82,7 +71,7 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     def design_and_residual(split: str) -> tuple[np.ndarray, np.ndarray]:
         """(N, L) look-back features and (N, H) residuals (truth minus forecast), z-scored."""
         windows = prepared.windows(split, scaled=True)
-        residual = windows.target() - forecasts(trained.predictor, prepared, split)
+        residual = windows.target() - bench.split_forecasts(trained.predictor, prepared, split)
         return nlinear_design(windows.past()[..., 0]), residual
 
     design, residual = design_and_residual("train")
@@ -108,7 +97,7 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
 
 
 def read(path: Path = RESULTS) -> list[dict]:
-    return bench.read_runs(path) if path.exists() else []
+    return bench.read_runs(path)
 
 
 def best(record: dict) -> float:
@@ -127,14 +116,6 @@ def merged(records: list[dict], record: dict) -> list[dict]:
     key = (record["network"], record["lookback"], record["horizon"], record["seed"])
     kept = [r for r in records if (r["network"], r["lookback"], r["horizon"], r["seed"]) != key]
     return [*kept, record]
-
-
-def write(path: Path, records: list[dict]) -> None:
-    """All records at once through a temporary file, so a crash mid-write leaves the old file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text("".join(json.dumps(r) + "\n" for r in records))
-    partial.replace(path)
 
 
 def render(records: list[dict]) -> str:
@@ -195,7 +176,7 @@ def main() -> None:
         for lookback, horizon in cells:
             for seed in seeds:
                 record = {**measure(args.network, lookback, horizon, seed), "commit": code, "machine": where}
-                write(args.results, merged(read(args.results), record))
+                bench.write_runs(args.results, merged(read(args.results), record))
                 print(
                     f"{args.network} L={lookback} H={horizon} seed {seed}: best {best(record):.4f}",
                     flush=True,

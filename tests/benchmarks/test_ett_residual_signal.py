@@ -67,7 +67,7 @@ def test_a_rerun_replaces_its_own_record_and_keeps_the_others(tmp_path):
     other = old | {"seed": 1}
     new = old | {"ratios": {"1.0": 0.9}}
     path = tmp_path / "signal.jsonl"
-    signal.write(path, signal.merged([old, other], new))
+    ett_benchmark.write_runs(path, signal.merged([old, other], new))
     assert signal.read(path) == [other, new] and not path.with_suffix(".partial").exists()
 
 
