@@ -161,30 +161,15 @@ def render(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def threads(option: str) -> int:
-    """--threads: a positive integer."""
-    if not option.isdigit() or int(option) < 1:
-        raise argparse.ArgumentTypeError(f"a positive integer, not {option!r}")
-    return int(option)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--lookbacks", default="96,336", help="comma-separated: 96 and/or 336")
-    parser.add_argument("--horizons", help="comma-separated (default: every horizon of the look-back)")
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    parser.add_argument("--threads", type=threads, default=1, help="torch CPU threads")
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    bench.cell_options(parser, RESULTS)
     parser.add_argument(
         "--retest", action="store_true", help="test the kept window losses again; train nothing"
     )
-    parser.add_argument("--render", action="store_true", help="only print what --results holds")
-    parser.add_argument("--readme", type=Path, help="with --render: write it between the file's markers")
-    args = parser.parse_args()
-    if args.readme and not args.render:
-        raise SystemExit("--readme writes the rendered table: use it with --render")
+    args = bench.parse_cell_options(parser)
     if args.render or args.retest:
         records = read(args.results)
         if not records:

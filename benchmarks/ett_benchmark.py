@@ -249,6 +249,34 @@ def cells_and_seeds(
     return cells, seeded
 
 
+def positive_integer(option: str) -> int:
+    """An argparse type: a positive integer, or a one-line error naming the value."""
+    if not option.isdigit() or int(option) < 1:
+        raise argparse.ArgumentTypeError(f"a positive integer, not {option!r}")
+    return int(option)
+
+
+def cell_options(parser: argparse.ArgumentParser, results: Path) -> None:
+    """The options of the scripts that measure the benchmark's cells and render their records
+    (ett_residual_signal.py, ett_ablation_significance.py): which cells and seeds, torch threads,
+    the records file, and the table."""
+    parser.add_argument("--lookbacks", default="96,336", help="comma-separated: 96 and/or 336")
+    parser.add_argument("--horizons", help="comma-separated (default: every horizon of the look-back)")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--threads", type=positive_integer, default=1, help="torch CPU threads")
+    parser.add_argument("--results", type=Path, default=results)
+    parser.add_argument("--render", action="store_true", help="only print what --results holds")
+    parser.add_argument("--readme", type=Path, help="with --render: write it between the file's markers")
+
+
+def parse_cell_options(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse ``cell_options`` (and the script's own), stopping where --readme comes without --render."""
+    args = parser.parse_args()
+    if args.readme and not args.render:
+        raise SystemExit("--readme writes the rendered table: use it with --render")
+    return args
+
+
 @dataclass
 class Plan:
     lookback: int

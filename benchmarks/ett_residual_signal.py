@@ -148,16 +148,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("network", nargs="?", choices=list(bench.NETWORKS))
-    parser.add_argument("--lookbacks", default="96,336", help="comma-separated: 96 and/or 336")
-    parser.add_argument("--horizons", help="comma-separated (default: every horizon of the look-back)")
-    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    parser.add_argument("--render", action="store_true", help="only print what --results holds")
-    parser.add_argument("--readme", type=Path, help="with --render: write it between the file's markers")
-    args = parser.parse_args()
-    if args.readme and not args.render:
-        raise SystemExit("--readme writes the rendered table: use it with --render")
+    bench.cell_options(parser, RESULTS)
+    args = bench.parse_cell_options(parser)
     if args.render and args.network:
         raise SystemExit(
             "--render only prints what --results holds: drop the network to render, or --render to run"

@@ -27,6 +27,22 @@ def test_window_losses_that_share_hours_are_sums_of_hourly_terms():
     np.testing.assert_allclose(paired.overlapping_sums(terms, 3), [3, 6, 9, 12, 15, 18, 21, 24])
 
 
+def sharing_hours(rng: np.random.Generator, windows: int, horizon: int, spread: float) -> np.ndarray:
+    """Window losses about 1 whose windows share hours as forecast windows do."""
+    return (
+        1.0 + spread * paired.overlapping_sums(rng.standard_normal(windows + horizon - 1), horizon) / horizon
+    )
+
+
+def scaled_pair(
+    seed: int, windows: int, horizon: int, factor: float, noise: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A's losses ``factor`` times B's plus independent noise, B's sharing hours (spread 0.2)."""
+    rng = np.random.default_rng(seed)
+    b = sharing_hours(rng, windows, horizon, 0.2)
+    return factor * b + noise * rng.standard_normal(windows), b
+
+
 def autocorrelated_hours(rng: np.random.Generator, count: int, phi: float) -> np.ndarray:
     """AR(1) per-hour terms, started in their stationary distribution."""
     shocks = rng.standard_normal(count)
@@ -52,10 +68,8 @@ def test_with_no_difference_it_rejects_about_one_time_in_twenty_though_windows_s
 
 
 def test_a_real_difference_is_found_and_its_ratio_is_the_ratio_of_the_means():
-    rng = np.random.default_rng(2)
-    horizon, windows = 24, 2000
-    base = 1.0 + 0.2 * paired.overlapping_sums(rng.standard_normal(windows + horizon - 1), horizon) / horizon
-    better = 0.95 * base + 0.01 * rng.standard_normal(windows)
+    horizon = 24
+    better, base = scaled_pair(2, 2000, horizon, factor=0.95, noise=0.01)
     found = paired.paired_test(better, base, horizon)
     assert found.ratio == pytest.approx(better.mean() / base.mean())
     assert found.verdict == "lower" and found.high < 1.0 and found.p_value < 0.01
@@ -67,9 +81,7 @@ def test_the_interval_holds_one_exactly_when_the_p_value_is_above_the_level():
     horizon, windows = 24, 600
     verdicts = set()
     for shift in np.linspace(0.0, 0.05, 41):
-        base = (
-            1.0 + 0.1 * paired.overlapping_sums(rng.standard_normal(windows + horizon - 1), horizon) / horizon
-        )
+        base = sharing_hours(rng, windows, horizon, 0.1)
         tested = paired.paired_test(base * (1 - shift) + 0.02 * rng.standard_normal(windows), base, horizon)
         assert (tested.low <= 1.0 <= tested.high) == (tested.p_value > 1 - paired.LEVEL), (shift, tested)
         verdicts.add(tested.verdict)
@@ -78,11 +90,9 @@ def test_the_interval_holds_one_exactly_when_the_p_value_is_above_the_level():
 
 def test_the_interval_is_every_ratio_the_test_would_not_reject():
     # Fieller's interval inverts the test: at its ends |mean(a - R b)| / se(a - R b) is the
-    # critical value, inside it is below, and B's own spread widens it beyond B's mean held fixed
-    rng = np.random.default_rng(4)
+    # critical value, and at the ratio itself it is 0
     horizon, windows = 24, 800
-    b = 1.0 + 0.3 * paired.overlapping_sums(rng.standard_normal(windows + horizon - 1), horizon) / horizon
-    a = 0.8 * b + 0.05 * rng.standard_normal(windows)
+    a, b = scaled_pair(4, windows, horizon, factor=0.8, noise=0.05)
     tested = paired.paired_test(a, b, horizon)
     critical = paired.critical_value(paired.null_statistics(windows, horizon, tested.bandwidth))
 
