@@ -1,6 +1,6 @@
 """Which of the attention ablation's test differences the test period can resolve (issue 41).
 
-    .venv/bin/python benchmarks/ett_ablation_significance.py --lookbacks 96 --seeds 0,1,2
+    .venv/bin/python benchmarks/ett_ablation_significance.py --lookbacks 96,336 --seeds 0,1,2
     .venv/bin/python benchmarks/ett_ablation_significance.py --render [--readme benchmarks/README.md]
 
 The ablation table (benchmarks/README.md, "Attention against none") compares the segment seq2seq
@@ -96,6 +96,7 @@ def tested(record: dict) -> dict:
         "level": paired.LEVEL,
         "p_value": test.p_value,
         "simulations": paired.SIMULATIONS,
+        "tested_at": commit(),  # the test's code (``commit``: the training's; --retest keeps it)
         "windows": test.windows,
         "bandwidth": test.bandwidth,
     }
@@ -132,7 +133,7 @@ def merged(records: list[dict], record: dict) -> list[dict]:
 
 
 def verdict(record: dict) -> str:
-    return paired.verdict(record["low"], record["high"])
+    return paired.verdict(record["p_value"], record["ratio"])
 
 
 def render(records: list[dict]) -> str:
@@ -144,13 +145,13 @@ def render(records: list[dict]) -> str:
     ]
     for record in sorted(records, key=lambda r: (r["lookback"], r["horizon"])):
         with_, without = record["test_mse"][ATTENTION], record["test_mse"][NONE]
-        per_seed = " / ".join(f"{a / b:.3f}" for a, b in zip(with_, without, strict=True))
+        per_seed = " / ".join(f"{a / b:.4f}" for a, b in zip(with_, without, strict=True))
         horizons = (record["windows"] + record["horizon"] - 1) / record["horizon"]  # its hours / H
         lines.append(
             f"| {record['lookback']} | {record['horizon']} | {record['windows']} ({horizons:.1f}) "
             f"| {statistics.mean(with_):.4f} / {statistics.mean(without):.4f} | {per_seed} "
             f"| {record['ratio']:.3f} | {record['low']:.3f} to {record['high']:.3f} "
-            f"| {record['p_value']:.3f} | {verdict(record)} |"
+            f"| {record['p_value']:.4f} | {verdict(record)} |"
         )
     counts = {v: sum(verdict(r) == v for r in records) for v in ("lower", "higher", "not resolved")}
     lines.append(
