@@ -50,13 +50,7 @@ def window_losses(network: str, lookback: int, horizon: int, seed: int) -> np.nd
     """Train ``network`` as the benchmark does and return each test window's squared error, mean
     over its H steps, on the z-scored scale (N,), in origin order; stop unless the run is the
     committed one (``reproduced``)."""
-    from forecaster.data.datamodule import prepare
-    from forecaster.data.source import load_from_config
-    from forecaster.training import train_model
-
-    config = bench.run_config(lookback, horizon, network, seed, bench.EPOCHS, "cpu").forecast_config()
-    prepared = prepare(load_from_config(config.data), config)
-    trained = train_model(config, prepared)
+    trained, prepared, _ = bench.retrain(network, lookback, horizon, seed)
     truth = prepared.windows("test", scaled=True).target()  # (N, H)
     losses = np.mean((truth - bench.split_forecasts(trained.predictor, prepared, "test")) ** 2, axis=1)
     reproduced(network, lookback, horizon, seed, float(losses.mean()))

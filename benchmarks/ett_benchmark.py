@@ -397,6 +397,21 @@ def committed_run(network: str, lookback: int, horizon: int, seed: int) -> dict 
     return runs[-1] if runs else None
 
 
+def retrain(network: str, lookback: int, horizon: int, seed: int):
+    """Train ``network`` at this cell and seed as the benchmark's run did (``run_config`` on the CPU,
+    without MLflow: the same starting weights and batches as the committed run) -> the trained
+    model, the prepared data, and the training's seconds."""
+    from forecaster.data.datamodule import prepare
+    from forecaster.data.source import load_from_config
+    from forecaster.training import train_model
+
+    config = run_config(lookback, horizon, network, seed, EPOCHS, "cpu").forecast_config()
+    prepared = prepare(load_from_config(config.data), config)
+    started = time.perf_counter()
+    trained = train_model(config, prepared)
+    return trained, prepared, time.perf_counter() - started
+
+
 def split_forecasts(predictor, prepared, split: str):
     """A trained network's forecasts (N, H) of ``split``'s windows, made as evaluation makes them
     (``SplitWindows`` and ``Predictor.predict`` on raw units), on the z-scored scale of the tables."""

@@ -281,7 +281,7 @@ def main() -> None:
     parser.add_argument("--lookbacks", default="336", help="comma-separated: 96 and/or 336")
     parser.add_argument("--horizons", help="comma-separated (default: every horizon of the look-back)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--threads", type=bench.positive_integer, default=1, help="torch CPU threads")
     parser.add_argument("--results", type=Path, default=PROBES, help="probe runs (JSON lines)")
     args = parser.parse_args()
     cells, seeds = bench.cells_and_seeds(args.lookbacks, args.horizons, args.seeds)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -57,16 +56,9 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     """Train ``network`` as the benchmark does, fit the linear correction on the training windows,
     and score both on the selection folds."""
     from forecaster.baselines import nlinear_design
-    from forecaster.data.datamodule import prepare
-    from forecaster.data.source import load_from_config
     from forecaster.data.splitting import selection_splits
-    from forecaster.training import train_model
 
-    config = bench.run_config(lookback, horizon, network, seed, bench.EPOCHS, "cpu").forecast_config()
-    prepared = prepare(load_from_config(config.data), config)
-    started = time.perf_counter()
-    trained = train_model(config, prepared)
-    seconds = time.perf_counter() - started
+    trained, prepared, seconds = bench.retrain(network, lookback, horizon, seed)
 
     def design_and_residual(split: str) -> tuple[np.ndarray, np.ndarray]:
         """(N, L) look-back features and (N, H) residuals (truth minus forecast), z-scored."""

@@ -64,6 +64,15 @@ def test_a_bad_setting_is_named_in_one_line():
         assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_thread_count_that_is_not_positive_is_named_in_one_line():
+    done = subprocess.run([*PROBE, "seg-gru", "--threads", "0"], capture_output=True, text=True, timeout=120)
+    assert (
+        done.returncode != 0
+        and "a positive integer, not '0'" in done.stderr
+        and "Traceback" not in done.stderr
+    )
+
+
 def test_the_readme_probe_table_is_the_committed_probes_rendered():
     """benchmarks/README.md's table of the configurations tried on today's selection rule is what
     `ett_probe.py --render` makes of the committed probes: no ratio in it is typed by hand."""
