@@ -52,7 +52,7 @@ BEGIN, END = (
 )
 TWIN = ablation.NONE
 PENALTIES = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7)  # ridge penalties on the z-scored scale
-BANDWIDTHS = (0.5, 1.0, 2.0, 4.0)  # kernel widths, times the median distance between look-backs
+BANDWIDTHS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # kernel widths, times the median distance between look-backs
 FEATURES = 1024  # random Fourier features
 NO_CORRECTION = "none"
 
@@ -198,6 +198,12 @@ def verdict(record: dict) -> str:
     return paired.verdict(record["p_value"], record["ratio"])
 
 
+def at_grid_edge(chosen: str) -> bool:
+    """Whether a chosen candidate is at the grid's largest penalty or widest kernel: a candidate
+    beyond the grid might do better on selection."""
+    return f"penalty={max(PENALTIES):g}" in chosen or f"width={max(BANDWIDTHS):g} " in chosen
+
+
 def render(records: list[dict], ablations: list[dict]) -> str:
     """Per look-back and horizon: the room found on selection, the corrected twin against the twin
     on test, and beside it the ablation's own test (attention against the twin)."""
@@ -208,7 +214,9 @@ def render(records: list[dict], ablations: list[dict]) -> str:
     ]
     for record in sorted(records, key=lambda r: (r["lookback"], r["horizon"])):
         room = " / ".join(
-            f"{run['linear_selection_ratio']:.4f}, {run['selection_ratio']:.4f}" for run in record["runs"]
+            f"{run['linear_selection_ratio']:.4f}, {run['selection_ratio']:.4f}"
+            + ("*" if at_grid_edge(run["chosen"]) else "")
+            for run in record["runs"]
         )
         other = compared.get((record["lookback"], record["horizon"]))
         beside = (
@@ -226,6 +234,11 @@ def render(records: list[dict], ablations: list[dict]) -> str:
         f"\nThe corrected twin is resolved below the twin in {lower} of {len(records)} cells (each cell "
         f"tested alone, at {paired.LEVEL:.0%})."
     )
+    if any(at_grid_edge(run["chosen"]) for r in records for run in r["runs"]):
+        lines.append(
+            f"\n* chosen at the grid's edge (penalty {max(PENALTIES):g} or kernel width "
+            f"{max(BANDWIDTHS):g}): a candidate beyond it might do better on selection."
+        )
     return "\n".join(lines)
 
 
