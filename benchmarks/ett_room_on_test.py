@@ -51,7 +51,7 @@ BEGIN, END = (
     "<!-- ett-room-on-test:end -->",
 )
 TWIN = ablation.NONE
-PENALTIES = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7)  # ridge penalties on the z-scored scale
+PENALTIES = (0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7)  # ridge penalties, z-scored scale
 BANDWIDTHS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)  # kernel widths, times the median distance between look-backs
 FEATURES = 1024  # random Fourier features
 NO_CORRECTION = "none"
@@ -199,9 +199,10 @@ def verdict(record: dict) -> str:
 
 
 def at_grid_edge(chosen: str) -> bool:
-    """Whether a chosen candidate is at the grid's largest penalty or widest kernel: a candidate
+    """Whether a chosen candidate is at an end of the penalties or at the widest kernel: a candidate
     beyond the grid might do better on selection."""
-    return f"penalty={max(PENALTIES):g}" in chosen or f"width={max(BANDWIDTHS):g} " in chosen
+    at_a_penalty_end = chosen.endswith((f"penalty={min(PENALTIES):g}", f"penalty={max(PENALTIES):g}"))
+    return at_a_penalty_end or f"width={max(BANDWIDTHS):g} " in chosen
 
 
 def render(records: list[dict], ablations: list[dict]) -> str:
@@ -236,8 +237,8 @@ def render(records: list[dict], ablations: list[dict]) -> str:
     )
     if any(at_grid_edge(run["chosen"]) for r in records for run in r["runs"]):
         lines.append(
-            f"\n* chosen at the grid's edge (penalty {max(PENALTIES):g} or kernel width "
-            f"{max(BANDWIDTHS):g}): a candidate beyond it might do better on selection."
+            f"\n* chosen at the grid's edge (penalty {min(PENALTIES):g} or {max(PENALTIES):g}, or kernel "
+            f"width {max(BANDWIDTHS):g}): a candidate beyond it might do better on selection."
         )
     return "\n".join(lines)
 

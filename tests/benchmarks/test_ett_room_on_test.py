@@ -128,6 +128,7 @@ def test_a_choice_at_the_grids_edge_is_marked():
     edge = record(96, 24, 0.998, 0.9)
     edge["runs"][0]["chosen"] = f"kernel width={max(room.BANDWIDTHS):g} penalty=10"
     assert room.at_grid_edge(f"linear penalty={max(room.PENALTIES):g}")
+    assert room.at_grid_edge(f"kernel width=1 penalty={min(room.PENALTIES):g}")
     assert not room.at_grid_edge("kernel width=1 penalty=10") and not room.at_grid_edge("none")
     table = room.render([edge], [])
     assert "| 0.9900, 0.9800* |" in table and "chosen at the grid's edge" in table
