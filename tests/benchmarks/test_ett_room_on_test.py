@@ -79,6 +79,22 @@ def test_the_kernel_candidates_fit_what_a_linear_map_cannot():
     assert linear > 0.95 * plain and kernel < 0.3 * plain
 
 
+def test_the_quadratic_candidates_fit_a_product_of_the_look_backs_values():
+    rng = np.random.default_rng(4)
+    design = np.hstack([rng.normal(size=(3000, 5)), np.ones((3000, 1))])  # the bias column last
+    residual = design[:, :1] * design[:, 1:2] + 0.1 * rng.normal(size=(3000, 1))
+    fitted, later = slice(0, 2000), slice(2000, None)
+    corrections = room.fit_corrections(design[fitted], residual[fitted], seed=0)
+
+    def error(name: str) -> float:
+        return float(np.mean((residual[later] - corrections.predict(name, design[later])) ** 2))
+
+    plain = error(room.NO_CORRECTION)
+    linear = min(error(name) for name in corrections.maps if name.startswith("linear"))
+    quadratic = min(error(name) for name in corrections.maps if name.startswith("quadratic"))
+    assert linear > 0.95 * plain and quadratic < 0.05 * plain
+
+
 @pytest.mark.slow  # trains a real model: in make test, not make test-fast
 def test_a_seed_is_measured_on_the_committed_twin_and_its_choice_is_selections():
     measured = room.measure_seed(96, 24, 0)  # stops unless the twin is the committed run
