@@ -53,30 +53,8 @@ BEGIN, END = (
     "<!-- ett-room-on-test:end -->",
 )
 TWIN = ablation.NONE
-PENALTIES = (
-    1e-4,
-    1e-3,
-    0.01,
-    0.1,
-    1.0,
-    10.0,
-    100.0,
-    1e3,
-    1e4,
-    1e5,
-    1e6,
-    1e7,
-)  # ridge penalties, z-scored scale
-BANDWIDTHS = (
-    0.5,
-    1.0,
-    2.0,
-    4.0,
-    8.0,
-    16.0,
-    32.0,
-    64.0,
-)  # kernel widths, times the median distance between look-backs
+PENALTIES = tuple(10.0**k for k in range(-4, 8))  # ridge penalties 1e-4 to 1e7, z-scored scale
+BANDWIDTHS = tuple(2.0**k for k in range(-1, 7))  # kernel widths 0.5 to 64 x the median distance
 FEATURES = 1024  # random Fourier features
 COMPONENTS = 32  # principal components of the look-back whose pairwise products are quadratic features
 NO_CORRECTION = "none"
