@@ -116,8 +116,21 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
     )
 
 
+FIELDS = (
+    "lookback",
+    "horizon",
+    "test_mse",
+    "losses",
+    "ratio",
+    "low",
+    "high",
+    "p_value",
+    "windows",
+)  # what its table reads of a record
+
+
 def read(path: Path = RESULTS) -> list[dict]:
-    return bench.read_runs(path)
+    return bench.read_runs(path, FIELDS)
 
 
 def merged(records: list[dict], record: dict) -> list[dict]:

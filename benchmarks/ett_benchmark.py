@@ -373,10 +373,31 @@ def ot_train_std() -> float:
     return float(prepare_series(load_from_config(config.data), config).scaler.std[0])
 
 
-def read_runs(path: Path) -> list[dict]:
+def read_runs(path: Path, required: tuple[str, ...] = ()) -> list[dict]:
+    """The records of a JSON-lines file ([] where there is none yet). A path that is not such a
+    file, or a record without one of the ``required`` fields, stops with the file, line and field
+    named: the scripts render tables from these files, and a traceback there names none of them."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not path.is_file():
+        raise SystemExit(f"{path} is not a file of records")
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError:
+        raise SystemExit(f"{path} is not a text file of JSON records") from None
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"{path}, line {number}: not a JSON record ({exc.msg})") from None
+        missing = [field for field in required if not isinstance(record, dict) or field not in record]
+        if missing:
+            raise SystemExit(f"{path}, line {number}: the record has no {', '.join(missing)}")
+        records.append(record)
+    return records
 
 
 def write_runs(path: Path, records: list[dict]) -> None:

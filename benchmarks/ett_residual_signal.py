@@ -88,8 +88,18 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     }
 
 
+FIELDS = (
+    "network",
+    "lookback",
+    "horizon",
+    "seed",
+    "selection_mse",
+    "ratios",
+)  # what its table reads of a record
+
+
 def read(path: Path = RESULTS) -> list[dict]:
-    return bench.read_runs(path)
+    return bench.read_runs(path, FIELDS)
 
 
 def best(record: dict) -> float:

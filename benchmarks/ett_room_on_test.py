@@ -78,6 +78,7 @@ def ridge_path(features: np.ndarray, residual: np.ndarray, penalties: tuple[floa
     """(N, F), (N, H) -> one (F, H) ridge map per penalty, from one eigendecomposition of the Gram
     matrix (the bias column is penalised too, as in ett_residual_signal.ridge)."""
     values, vectors = np.linalg.eigh(features.T @ features)
+    values = np.maximum(values, 0.0)  # a Gram matrix has none below 0: round-off can give -1e-12
     projected = vectors.T @ (features.T @ residual)  # (F, H)
     return [vectors @ (projected / (values + penalty)[:, None]) for penalty in penalties]
 
@@ -141,6 +142,20 @@ def fit_corrections(design: np.ndarray, residual: np.ndarray, seed: int) -> Corr
     return Corrections(maps, features)
 
 
+def choose(
+    corrections: Corrections, folds: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[str, dict[str, float]]:
+    """The candidate (none included) with the lowest selection MSE, the benchmark's scale: the
+    mean over the selection folds' (design, residual) of each fold's MSE; and every candidate's."""
+    selection = {
+        name: statistics.mean(
+            float(np.mean((error - corrections.predict(name, x)) ** 2)) for x, error in folds
+        )
+        for name in (NO_CORRECTION, *corrections.maps)
+    }
+    return min(selection, key=selection.get), selection
+
+
 def measure_seed(lookback: int, horizon: int, seed: int) -> dict:
     """Retrain the twin, pick its correction on selection, and keep both test window losses."""
     from forecaster.baselines import nlinear_design
@@ -156,14 +171,8 @@ def measure_seed(lookback: int, horizon: int, seed: int) -> dict:
 
     corrections = fit_corrections(*design_and_residual("train"), seed)
     folds = [design_and_residual(split) for split in selection_splits(bench.SELECTION_FOLDS)]
-    selection = {
-        name: statistics.mean(
-            float(np.mean((error - corrections.predict(name, x)) ** 2)) for x, error in folds
-        )
-        for name in (NO_CORRECTION, *corrections.maps)
-    }
-    chosen = min(selection, key=selection.get)
-    design, residual = design_and_residual("test")
+    chosen, selection = choose(corrections, folds)
+    design, residual = design_and_residual("test")  # read once the choice is made, to report
     own = np.mean(residual**2, axis=1)  # (N,) the twin's window losses
     ablation.reproduced(TWIN, lookback, horizon, seed, float(own.mean()))
     corrected = np.mean((residual - corrections.predict(chosen, design)) ** 2, axis=1)
@@ -215,8 +224,20 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
     )
 
 
+FIELDS = (
+    "lookback",
+    "horizon",
+    "runs",
+    "losses",
+    "ratio",
+    "low",
+    "high",
+    "p_value",
+)  # what its table reads of a record
+
+
 def read(path: Path = RESULTS) -> list[dict]:
-    return bench.read_runs(path)
+    return bench.read_runs(path, FIELDS)
 
 
 def verdict(record: dict) -> str:
@@ -224,10 +245,11 @@ def verdict(record: dict) -> str:
 
 
 def at_grid_edge(chosen: str) -> bool:
-    """Whether a chosen candidate is at an end of the penalties or at the widest kernel: a candidate
+    """Whether a chosen candidate is at an end of the penalties or of the kernel widths: a candidate
     beyond the grid might do better on selection."""
     at_a_penalty_end = chosen.endswith((f"penalty={min(PENALTIES):g}", f"penalty={max(PENALTIES):g}"))
-    return at_a_penalty_end or f"width={max(BANDWIDTHS):g} " in chosen
+    widths = (f"width={min(BANDWIDTHS):g} ", f"width={max(BANDWIDTHS):g} ")
+    return at_a_penalty_end or any(width in chosen for width in widths)
 
 
 def render(records: list[dict], ablations: list[dict]) -> str:
@@ -263,7 +285,8 @@ def render(records: list[dict], ablations: list[dict]) -> str:
     if any(at_grid_edge(run["chosen"]) for r in records for run in r["runs"]):
         lines.append(
             f"\n* chosen at the grid's edge (penalty {min(PENALTIES):g} or {max(PENALTIES):g}, or kernel "
-            f"width {max(BANDWIDTHS):g}): a candidate beyond it might do better on selection."
+            f"width {min(BANDWIDTHS):g} or {max(BANDWIDTHS):g}): a candidate beyond it might do better "
+            "on selection."
         )
     return "\n".join(lines)
 

@@ -32,6 +32,8 @@ def test_the_committed_records_are_the_ablation_twins_runs():
             assert run["selection_ratio"] <= run["linear_selection_ratio"] <= 1.0  # nested candidates
         # the same pooled twin losses as the ablation's test of attention against it
         assert record["losses"]["twin"] == ablations[cell]["losses"][room.TWIN]
+        per_seed = statistics.mean(run["test_mse"]["corrected"] for run in record["runs"])
+        assert statistics.mean(record["losses"]["corrected"]) == pytest.approx(per_seed, rel=1e-5)
         ratio = statistics.mean(record["losses"]["corrected"]) / statistics.mean(record["losses"]["twin"])
         assert record["ratio"] == pytest.approx(ratio, rel=1e-9)
         assert record["low"] < record["ratio"] < record["high"] and 0 < record["p_value"] <= 1
@@ -79,10 +81,14 @@ def test_the_kernel_candidates_fit_what_a_linear_map_cannot():
     assert linear > 0.95 * plain and kernel < 0.3 * plain
 
 
-def test_the_quadratic_candidates_fit_a_product_of_the_look_backs_values():
+def test_the_quadratic_candidates_fit_a_product_of_the_look_backs_leading_components():
+    # more look-back steps than COMPONENTS: the product is of the two directions of most variance,
+    # so it is fitted only if the leading components are the ones kept
     rng = np.random.default_rng(4)
-    design = np.hstack([rng.normal(size=(3000, 5)), np.ones((3000, 1))])  # the bias column last
-    residual = design[:, :1] * design[:, 1:2] + 0.1 * rng.normal(size=(3000, 1))
+    steps = room.COMPONENTS + 16
+    scales = np.r_[3.0, 2.5, np.ones(steps - 2)]
+    design = np.hstack([rng.normal(size=(3000, steps)) * scales, np.ones((3000, 1))])  # bias last
+    residual = design[:, :1] * design[:, 1:2] / 7.5 + 0.1 * rng.normal(size=(3000, 1))
     fitted, later = slice(0, 2000), slice(2000, None)
     corrections = room.fit_corrections(design[fitted], residual[fitted], seed=0)
 
@@ -95,8 +101,24 @@ def test_the_quadratic_candidates_fit_a_product_of_the_look_backs_values():
     assert linear > 0.95 * plain and quadratic < 0.05 * plain
 
 
+def test_the_choice_is_the_lowest_mean_of_the_selection_folds():
+    # the choice sees the selection folds alone: the test windows are read after it is made
+    rng = np.random.default_rng(5)
+    design = rng.normal(size=(600, 3))
+    residual = design @ np.array([[0.5], [-0.3], [0.0]]) + 0.1 * rng.normal(size=(600, 1))
+    corrections = room.fit_corrections(design[:400], residual[:400], seed=0)
+    folds = [(design[400:500], residual[400:500]), (design[500:], residual[500:])]
+    chosen, selection = room.choose(corrections, folds)
+    assert chosen == min(selection, key=selection.get) and len(selection) == 1 + len(corrections.maps)
+    expected = np.mean([np.mean((e - corrections.predict(chosen, x)) ** 2) for x, e in folds])
+    assert selection[chosen] == pytest.approx(expected)
+    assert selection[chosen] < 0.2 * selection[room.NO_CORRECTION]  # a linear residual is taken
+    perfect = [(x, np.zeros_like(e)) for x, e in folds]  # nothing left to correct: none is chosen
+    assert room.choose(corrections, perfect)[0] == room.NO_CORRECTION
+
+
 @pytest.mark.slow  # trains a real model: in make test, not make test-fast
-def test_a_seed_is_measured_on_the_committed_twin_and_its_choice_is_selections():
+def test_a_seed_is_measured_on_the_committed_twin():
     measured = room.measure_seed(96, 24, 0)  # stops unless the twin is the committed run
     assert measured["own"].shape == measured["corrected"].shape == (2857,)
     assert measured["selection_ratio"] <= measured["linear_selection_ratio"] <= 1.0
@@ -130,10 +152,17 @@ def test_the_table_sets_the_room_tested_beside_the_ablation():
 
 def test_the_command_line_names_what_is_wrong(tmp_path):
     script = [sys.executable, str(REPO / "benchmarks/ett_room_on_test.py")]
+    malformed, partial = tmp_path / "malformed.jsonl", tmp_path / "partial.jsonl"
+    malformed.write_text('{"lookback": 96,\n')
+    partial.write_text('{"lookback": 96, "horizon": 24}\n')
     for arguments, says in (
         (["--readme", str(tmp_path / "R.md")], "use it with --render"),
         (["--render", "--results", str(tmp_path / "none.jsonl")], "no records in"),
         (["--horizons", "999", "--lookbacks", "96"], "--horizons: none of [999]"),
+        (["--render", "--readme", str(tmp_path / "R.md")], "R.md is not a file"),
+        (["--render", "--results", str(tmp_path)], "is not a file of records"),
+        (["--render", "--results", str(malformed)], "malformed.jsonl, line 1: not a JSON record"),
+        (["--render", "--results", str(partial)], "partial.jsonl, line 1: the record has no runs, losses"),
     ):
         done = subprocess.run([*script, *arguments], capture_output=True, text=True, timeout=120)
         assert done.returncode != 0 and says in done.stderr, (arguments, done.stderr)
@@ -145,6 +174,7 @@ def test_a_choice_at_the_grids_edge_is_marked():
     edge["runs"][0]["chosen"] = f"kernel width={max(room.BANDWIDTHS):g} penalty=10"
     assert room.at_grid_edge(f"linear penalty={max(room.PENALTIES):g}")
     assert room.at_grid_edge(f"kernel width=1 penalty={min(room.PENALTIES):g}")
+    assert room.at_grid_edge(f"kernel width={min(room.BANDWIDTHS):g} penalty=10")
     assert not room.at_grid_edge("kernel width=1 penalty=10") and not room.at_grid_edge("none")
     table = room.render([edge], [])
     assert "| 0.9900, 0.9800* |" in table and "chosen at the grid's edge" in table
