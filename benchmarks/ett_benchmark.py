@@ -269,6 +269,32 @@ def cell_options(parser: argparse.ArgumentParser, results: Path) -> None:
     parser.add_argument("--readme", type=Path, help="with --render: write it between the file's markers")
 
 
+def records_to_render(read, path: Path) -> list[dict]:
+    """The records ``read`` finds in ``path`` for --render, or a stop naming the empty file."""
+    records = read(path)
+    if not records:
+        raise SystemExit(f"--results: no records in {path}: run the measurement first")
+    return records
+
+
+def measure_cells(args: argparse.Namespace, measure, read, merged, summary) -> None:
+    """For each cell of ``cell_options``: ``measure(lookback, horizon, seeds)`` with the given torch
+    threads, the record (with the code and machine) merged into --results as soon as it is done,
+    so that an interrupted run keeps the cells before it, and ``summary(record)`` printed."""
+    cells, seeds = cells_and_seeds(args.lookbacks, args.horizons, args.seeds)
+    import torch
+
+    from pipelines.cli import quiet_libraries
+
+    quiet_libraries()
+    torch.set_num_threads(args.threads)
+    code, where = commit(), machine()
+    for lookback, horizon in cells:
+        record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
+        write_runs(args.results, merged(read(args.results), record))
+        print(summary(record), flush=True)
+
+
 def parse_cell_options(parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Parse ``cell_options`` (and the script's own), stopping where --readme comes without --render."""
     args = parser.parse_args()

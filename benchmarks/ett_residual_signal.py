@@ -88,6 +88,7 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
     }
 
 
+# what the table and a rerun read of a record: a file without them stops, naming the line
 FIELDS = (
     "network",
     "lookback",
@@ -95,7 +96,7 @@ FIELDS = (
     "seed",
     "selection_mse",
     "ratios",
-)  # what its table reads of a record
+)
 
 
 def read(path: Path = RESULTS) -> list[dict]:

@@ -44,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_ablation_significance as ablation  # noqa: E402
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
 import paired_loss_test as paired  # noqa: E402
-from provenance import commit, machine  # noqa: E402
 from readme_block import write_block  # noqa: E402
 
 RESULTS = bench.REPO / "benchmarks" / "results" / "ett-room-on-test.jsonl"
@@ -224,6 +223,7 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
     )
 
 
+# what the table and a rerun read of a record: a file without them stops, naming the line
 FIELDS = (
     "lookback",
     "horizon",
@@ -233,7 +233,7 @@ FIELDS = (
     "low",
     "high",
     "p_value",
-)  # what its table reads of a record
+)
 
 
 def read(path: Path = RESULTS) -> list[dict]:
@@ -296,6 +296,14 @@ def merged(records: list[dict], record: dict) -> list[dict]:
     return [*(r for r in records if (r["lookback"], r["horizon"]) != key), record]
 
 
+def summary(record: dict) -> str:
+    return (
+        f"L={record['lookback']} H={record['horizon']}: corrected / twin {record['ratio']:.4f}, "
+        f"{record['low']:.4f} to {record['high']:.4f}, p {record['p_value']:.3f}; chosen: "
+        + "; ".join(run["chosen"] for run in record["runs"])
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -303,31 +311,12 @@ def main() -> None:
     bench.cell_options(parser, RESULTS)
     args = bench.parse_cell_options(parser)
     if args.render:
-        records = read(args.results)
-        if not records:
-            raise SystemExit(f"--results: no records in {args.results}: run the measurement first")
-        table = render(records, ablation.read())
+        table = render(bench.records_to_render(read, args.results), ablation.read())
         if args.readme:
             write_block(args.readme, BEGIN, END, table + "\n")
         print(table)
         return
-    cells, seeds = bench.cells_and_seeds(args.lookbacks, args.horizons, args.seeds)
-    import torch
-
-    from pipelines.cli import quiet_libraries
-
-    quiet_libraries()
-    torch.set_num_threads(args.threads)
-    code, where = commit(), machine()
-    for lookback, horizon in cells:
-        record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
-        bench.write_runs(args.results, merged(read(args.results), record))
-        print(
-            f"L={lookback} H={horizon}: corrected / twin {record['ratio']:.4f}, "
-            f"{record['low']:.4f} to {record['high']:.4f}, p {record['p_value']:.3f}; chosen: "
-            + "; ".join(run["chosen"] for run in record["runs"]),
-            flush=True,
-        )
+    bench.measure_cells(args, measure, read, merged, summary)
 
 
 if __name__ == "__main__":
