@@ -289,10 +289,13 @@ def measure_cells(args: argparse.Namespace, measure, read, merged, summary) -> N
     quiet_libraries()
     torch.set_num_threads(args.threads)
     code, where = commit(), machine()
-    for lookback, horizon in cells:
-        record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
-        write_runs(args.results, merged(read(args.results), record))
-        print(summary(record), flush=True)
+    try:
+        for lookback, horizon in cells:
+            record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
+            write_runs(args.results, merged(read(args.results), record))
+            print(summary(record), flush=True)
+    except KeyboardInterrupt:
+        raise SystemExit(f"interrupted: {args.results} holds the cells measured before it") from None
 
 
 def parse_cell_options(parser: argparse.ArgumentParser) -> argparse.Namespace:

@@ -141,7 +141,7 @@ def render(records: list[dict]) -> str:
         )
     if any(at_grid_edge(r) for r in records):
         lines.append(
-            f"\n* the best at the largest penalty ({max(PENALTIES):g}): the grid may stop short of it."
+            f"\n\\* the best at the largest penalty ({max(PENALTIES):g}): the grid may stop short of it."
         )
     return "\n".join(lines)
 

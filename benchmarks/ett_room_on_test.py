@@ -1,13 +1,14 @@
-"""Whether the test period could show any gain a retrieval from the look-back has to offer over the
-network without attention (issue 41): the room, taken by a fitted correction, then tested.
+"""Whether the room that fitted corrections from the look-back find over the network without
+attention, on the data before test, shows on the test period (issue 41).
 
     .venv/bin/python benchmarks/ett_room_on_test.py --lookbacks 96,336 --seeds 0,1,2
     .venv/bin/python benchmarks/ett_room_on_test.py --render [--readme benchmarks/README.md]
 
-The attention model is the network without it (seg-seq2seq, "the twin") plus what it retrieves from
-the look-back. So it can beat the twin by at most what a function of the look-back adds to the
-twin's forecast. ett_residual_signal.py estimated that room on selection with a linear map; this
-script takes it as far as it can be fitted and asks the test period whether it shows.
+The attention model adds what it retrieves from the look-back to the output of the network under
+it, which is the network without attention (seg-seq2seq, "the twin") but trained with it.
+ett_residual_signal.py estimated, with a linear map, how much a function of the look-back still
+takes off the twin's selection MSE; this script fits richer maps over a grid, takes the one
+selection prefers, and asks the test period whether the gain shows.
 
 Per look-back, horizon and seed it retrains the twin's committed run (its test MSE is checked
 against the committed one) and fits corrections of its residuals (truth minus forecast, every
@@ -23,10 +24,9 @@ grid, which flatters it there and nowhere else. Test is read once, to report: th
 the plain twin's window losses, pooled over seeds as ett_ablation_significance.py pools them, go
 to paired_loss_test.py. Nothing reads these records to choose anything.
 
-A corrected twin is not an attention model: it is fitted, after training, on residuals that are
-in-sample on the training windows. It stands for one that took the room these estimators find. If
-even it is not resolved below the twin on the test period, no attention model taking that room
-would be either.
+A corrected twin is not an attention model: it is fitted after training, on residuals that are
+in-sample on the training windows, and reads the look-back relative to its last value only. Its
+room is an estimate, not a bound on what attention, trained with the network, can gain.
 """
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def render(records: list[dict], ablations: list[dict]) -> str:
     )
     if any(at_grid_edge(run["chosen"]) for r in records for run in r["runs"]):
         lines.append(
-            f"\n* chosen at the grid's edge (penalty {min(PENALTIES):g} or {max(PENALTIES):g}, or kernel "
+            f"\n\\* chosen at the grid's edge (penalty {min(PENALTIES):g} or {max(PENALTIES):g}, or kernel "
             f"width {min(BANDWIDTHS):g} or {max(BANDWIDTHS):g}): a candidate beyond it might do better "
             "on selection."
         )

@@ -155,7 +155,7 @@ def test_the_command_line_names_what_is_wrong(tmp_path):
         (["--readme", str(tmp_path / "R.md")], "use it with --render"),
         (["--render", "--results", str(tmp_path / "none.jsonl")], "no records in"),
         (["--horizons", "999", "--lookbacks", "96"], "--horizons: none of [999]"),
-        (["--render", "--readme", str(tmp_path / "R.md")], "R.md is not a file"),
+        (["--render", "--readme", str(tmp_path / "R.md")], "R.md is not a file to write the table into"),
         (["--render", "--results", str(tmp_path)], "is not a file of records"),
         (["--render", "--results", str(malformed)], "malformed.jsonl, line 1: not a JSON record"),
         (["--render", "--results", str(partial)], "partial.jsonl, line 1: the record has no runs, losses"),
