@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
 import paired_loss_test as paired  # noqa: E402
-from provenance import commit, machine  # noqa: E402
+from provenance import commit  # noqa: E402
 from readme_block import write_block  # noqa: E402
 
 RESULTS = bench.REPO / "benchmarks" / "results" / "ett-ablation-significance.jsonl"
@@ -116,8 +116,22 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
     )
 
 
+# what the table and a rerun read of a record: a file without them stops, naming the line
+FIELDS = (
+    "lookback",
+    "horizon",
+    "test_mse",
+    "losses",
+    "ratio",
+    "low",
+    "high",
+    "p_value",
+    "windows",
+)
+
+
 def read(path: Path = RESULTS) -> list[dict]:
-    return bench.read_runs(path)
+    return bench.read_runs(path, FIELDS)
 
 
 def merged(records: list[dict], record: dict) -> list[dict]:
@@ -156,6 +170,13 @@ def render(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def summary(record: dict) -> str:
+    return (
+        f"L={record['lookback']} H={record['horizon']}: ratio {record['ratio']:.4f}, "
+        f"{record['low']:.4f} to {record['high']:.4f}, p {record['p_value']:.3f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -166,9 +187,7 @@ def main() -> None:
     )
     args = bench.parse_cell_options(parser)
     if args.render or args.retest:
-        records = read(args.results)
-        if not records:
-            raise SystemExit(f"--results: no records in {args.results}: run the measurement first")
+        records = bench.records_to_render(read, args.results)
         if args.retest:
             bench.write_runs(args.results, [tested(r) for r in records])
             records = read(args.results)
@@ -177,22 +196,7 @@ def main() -> None:
             write_block(args.readme, BEGIN, END, table + "\n")
         print(table)
         return
-    cells, seeds = bench.cells_and_seeds(args.lookbacks, args.horizons, args.seeds)
-    import torch
-
-    from pipelines.cli import quiet_libraries
-
-    quiet_libraries()
-    torch.set_num_threads(args.threads)
-    code, where = commit(), machine()
-    for lookback, horizon in cells:
-        record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
-        bench.write_runs(args.results, merged(read(args.results), record))
-        print(
-            f"L={lookback} H={horizon}: ratio {record['ratio']:.4f}, "
-            f"{record['low']:.4f} to {record['high']:.4f}, p {record['p_value']:.3f}",
-            flush=True,
-        )
+    bench.measure_cells(args, measure, read, merged, summary)
 
 
 if __name__ == "__main__":

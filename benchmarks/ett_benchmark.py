@@ -269,6 +269,35 @@ def cell_options(parser: argparse.ArgumentParser, results: Path) -> None:
     parser.add_argument("--readme", type=Path, help="with --render: write it between the file's markers")
 
 
+def records_to_render(read, path: Path) -> list[dict]:
+    """The records ``read`` finds in ``path`` for --render, or a stop naming the empty file."""
+    records = read(path)
+    if not records:
+        raise SystemExit(f"--results: no records in {path}: run the measurement first")
+    return records
+
+
+def measure_cells(args: argparse.Namespace, measure, read, merged, summary) -> None:
+    """For each cell of ``cell_options``: ``measure(lookback, horizon, seeds)`` with the given torch
+    threads, the record (with the code and machine) merged into --results as soon as it is done,
+    so that an interrupted run keeps the cells before it, and ``summary(record)`` printed."""
+    cells, seeds = cells_and_seeds(args.lookbacks, args.horizons, args.seeds)
+    import torch
+
+    from pipelines.cli import quiet_libraries
+
+    quiet_libraries()
+    torch.set_num_threads(args.threads)
+    code, where = commit(), machine()
+    try:
+        for lookback, horizon in cells:
+            record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
+            write_runs(args.results, merged(read(args.results), record))
+            print(summary(record), flush=True)
+    except KeyboardInterrupt:
+        raise SystemExit(f"interrupted: {args.results} holds the cells measured before it") from None
+
+
 def parse_cell_options(parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Parse ``cell_options`` (and the script's own), stopping where --readme comes without --render."""
     args = parser.parse_args()
@@ -373,10 +402,31 @@ def ot_train_std() -> float:
     return float(prepare_series(load_from_config(config.data), config).scaler.std[0])
 
 
-def read_runs(path: Path) -> list[dict]:
+def read_runs(path: Path, required: tuple[str, ...] = ()) -> list[dict]:
+    """The records of a JSON-lines file ([] where there is none yet). A path that is not such a
+    file, or a record without one of the ``required`` fields, stops with the file, line and field
+    named: the scripts render tables from these files, and a traceback there names none of them."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not path.is_file():
+        raise SystemExit(f"{path} is not a file of records")
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError:
+        raise SystemExit(f"{path} is not a text file of JSON records") from None
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"{path}, line {number}: not a JSON record ({exc.msg})") from None
+        missing = [field for field in required if not isinstance(record, dict) or field not in record]
+        if missing:
+            raise SystemExit(f"{path}, line {number}: the record has no {', '.join(missing)}")
+        records.append(record)
+    return records
 
 
 def write_runs(path: Path, records: list[dict]) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 def write_block(path: Path, begin: str, end: str, content: str) -> None:
     """Replace what stands between ``begin`` and ``end`` in ``path`` with ``content``."""
+    if not path.is_file():
+        raise SystemExit(f"{path} is not a file to write the table into")
     text = path.read_text()
     if begin not in text or end not in text:
         raise SystemExit(f"--readme: {path} has no {begin} ... {end} block")

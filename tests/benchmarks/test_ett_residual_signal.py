@@ -63,7 +63,14 @@ def test_the_render_shows_the_best_ratio_per_seed_its_mean_and_the_grids_edge():
 
 
 def test_a_rerun_replaces_its_own_record_and_keeps_the_others(tmp_path):
-    old = {"network": "n", "lookback": 96, "horizon": 24, "seed": 0, "ratios": {"1.0": 1.0}}
+    old = {
+        "network": "n",
+        "lookback": 96,
+        "horizon": 24,
+        "seed": 0,
+        "selection_mse": 0.05,
+        "ratios": {"1.0": 1.0},
+    }
     other = old | {"seed": 1}
     new = old | {"ratios": {"1.0": 0.9}}
     path = tmp_path / "signal.jsonl"
