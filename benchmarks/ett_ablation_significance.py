@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
 import paired_loss_test as paired  # noqa: E402
 from provenance import commit  # noqa: E402
-from readme_block import write_block  # noqa: E402
 
 RESULTS = bench.REPO / "benchmarks" / "results" / "ett-ablation-significance.jsonl"
 BEGIN, END = (
@@ -83,17 +82,8 @@ def tested(record: dict) -> dict:
     test = paired.paired_test(
         np.array(record["losses"][ATTENTION]), np.array(record["losses"][NONE]), record["horizon"]
     )
-    return record | {
-        "ratio": test.ratio,
-        "low": float(test.low),
-        "high": float(test.high),
-        "level": paired.LEVEL,
-        "p_value": test.p_value,
-        "simulations": paired.SIMULATIONS,
-        "tested_at": commit(),  # the test's code (``commit``: the training's; --retest keeps it)
-        "windows": test.windows,
-        "bandwidth": test.bandwidth,
-    }
+    # tested_at: the test's code (``commit`` is the training's; --retest keeps that)
+    return record | test.fields() | {"tested_at": commit()}
 
 
 def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
@@ -117,17 +107,7 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
 
 
 # what the table and a rerun read of a record: a file without them stops, naming the line
-FIELDS = (
-    "lookback",
-    "horizon",
-    "test_mse",
-    "losses",
-    "ratio",
-    "low",
-    "high",
-    "p_value",
-    "windows",
-)
+FIELDS = ("lookback", "horizon", "test_mse", "losses", "ratio", "low", "high", "p_value", "windows")
 
 
 def read(path: Path = RESULTS) -> list[dict]:
@@ -192,9 +172,7 @@ def main() -> None:
             bench.write_runs(args.results, [tested(r) for r in records])
             records = read(args.results)
         table = render(records)
-        if args.readme:
-            write_block(args.readme, BEGIN, END, table + "\n")
-        print(table)
+        bench.show_table(table, args.readme, BEGIN, END)
         return
     bench.measure_cells(args, measure, read, merged, summary)
 

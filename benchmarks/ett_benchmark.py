@@ -277,6 +277,13 @@ def records_to_render(read, path: Path) -> list[dict]:
     return records
 
 
+def show_table(table: str, readme: Path | None, begin: str, end: str) -> None:
+    """Print a rendered table, and with --readme write it between the file's markers too."""
+    if readme:
+        write_block(readme, begin, end, table + "\n")
+    print(table)
+
+
 def measure_cells(args: argparse.Namespace, measure, read, merged, summary) -> None:
     """For each cell of ``cell_options``: ``measure(lookback, horizon, seeds)`` with the given torch
     threads, the record (with the code and machine) merged into --results as soon as it is done,

@@ -89,14 +89,7 @@ def measure(network: str, lookback: int, horizon: int, seed: int) -> dict:
 
 
 # what the table and a rerun read of a record: a file without them stops, naming the line
-FIELDS = (
-    "network",
-    "lookback",
-    "horizon",
-    "seed",
-    "selection_mse",
-    "ratios",
-)
+FIELDS = ("network", "lookback", "horizon", "seed", "selection_mse", "ratios")
 
 
 def read(path: Path = RESULTS) -> list[dict]:

@@ -44,7 +44,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_ablation_significance as ablation  # noqa: E402
 import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks and raw results)
 import paired_loss_test as paired  # noqa: E402
-from readme_block import write_block  # noqa: E402
 
 RESULTS = bench.REPO / "benchmarks" / "results" / "ett-room-on-test.jsonl"
 BEGIN, END = (
@@ -192,16 +191,7 @@ def tested(record: dict) -> dict:
     test = paired.paired_test(
         np.array(record["losses"]["corrected"]), np.array(record["losses"]["twin"]), record["horizon"]
     )
-    return record | {
-        "ratio": test.ratio,
-        "low": float(test.low),
-        "high": float(test.high),
-        "level": paired.LEVEL,
-        "p_value": test.p_value,
-        "simulations": paired.SIMULATIONS,
-        "windows": test.windows,
-        "bandwidth": test.bandwidth,
-    }
+    return record | test.fields()
 
 
 def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
@@ -224,24 +214,14 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
 
 
 # what the table and a rerun read of a record: a file without them stops, naming the line
-FIELDS = (
-    "lookback",
-    "horizon",
-    "runs",
-    "losses",
-    "ratio",
-    "low",
-    "high",
-    "p_value",
-)
+FIELDS = ("lookback", "horizon", "runs", "losses", "ratio", "low", "high", "p_value")
 
 
 def read(path: Path = RESULTS) -> list[dict]:
     return bench.read_runs(path, FIELDS)
 
 
-def verdict(record: dict) -> str:
-    return paired.verdict(record["p_value"], record["ratio"])
+verdict = ablation.verdict  # what the paired test says of a record's ratio
 
 
 def at_grid_edge(chosen: str) -> bool:
@@ -312,9 +292,7 @@ def main() -> None:
     args = bench.parse_cell_options(parser)
     if args.render:
         table = render(bench.records_to_render(read, args.results), ablation.read())
-        if args.readme:
-            write_block(args.readme, BEGIN, END, table + "\n")
-        print(table)
+        bench.show_table(table, args.readme, BEGIN, END)
         return
     bench.measure_cells(args, measure, read, merged, summary)
 

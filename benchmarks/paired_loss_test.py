@@ -113,10 +113,24 @@ class PairedTest:
     windows: int
     horizon: int
     bandwidth: int
+    simulations: int
 
     @property
     def verdict(self) -> str:
         return verdict(self.p_value, self.ratio)
+
+    def fields(self) -> dict:
+        """What a benchmark record keeps of the test (plain floats, for JSON)."""
+        return {
+            "ratio": self.ratio,
+            "low": float(self.low),
+            "high": float(self.high),
+            "level": LEVEL,
+            "p_value": self.p_value,
+            "simulations": self.simulations,
+            "windows": self.windows,
+            "bandwidth": self.bandwidth,
+        }
 
 
 def verdict(p_value: float, ratio: float, level: float = LEVEL) -> str:
@@ -190,4 +204,5 @@ def paired_test(
         windows=count,
         horizon=horizon,
         bandwidth=bandwidth,
+        simulations=simulations,
     )
