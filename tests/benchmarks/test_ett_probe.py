@@ -106,3 +106,29 @@ def test_the_probes_alignment_table_averages_the_runs_that_recorded_one():
         "| seg-seq2seq-attention (lags layout) | 96 | model.attention_heads=4 | 0.800 | 0.100 | 5.0% (4.0%) | 1 |",
     ]
     assert alignment_table([probe([], 0.9, k=1)]) == []  # another selection rule's probes: not shown
+
+
+def test_attention_probes_are_set_against_the_network_without_attention():
+    """The table issue 41's passes judged attention changes by: each change's selection MSE over the
+    twin's, against the twin's probes with the same change where it has some (an epoch cap given to
+    both), its committed runs of the same seeds otherwise; the committed pair is the first row."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from ett_probe import against_twin, committed_selection, configuration
+
+    twin = committed_selection("seg-seq2seq", 2, configuration("seg-seq2seq"))
+
+    def probe(network: str, sets: list[str], seed: int, mse: float) -> dict:
+        return {
+            "network": network, "sets": sets, "lookback": 96, "horizon": 24, "seed": seed, "k": 2,
+            "base": configuration(network), "selection_mse": mse,
+        }  # fmt: skip
+
+    doubled = [probe("seg-seq2seq-attention", ["x=1"], s, 2 * twin[(96, 24, s)]) for s in (0, 1)]
+    both = [probe(n, ["y=1"], 0, 0.05) for n in ("seg-seq2seq-attention", "seg-seq2seq")]
+    elsewhere = [{**probe("seg-seq2seq-attention", ["z=1"], 0, 0.05), "base": {"settings": {}, "train": {}}}]
+    rows = [line for line in against_twin(doubled + both + elsewhere) if line.startswith("| ")]
+    assert rows[1].startswith("| (committed) | committed | 0.99") and "| 6 of 10 |" in rows[1]
+    assert rows[2].startswith("| x=1 | committed | 2.0000 |  |")
+    assert rows[2].endswith("| 0 of 1 | 2.0000 | 2.0000 | 2 |")
+    assert rows[3].startswith("| y=1 | the same change | 1.0000 |")
+    assert len(rows) == 4  # the header and three rows: z=1 changed another configuration
