@@ -226,7 +226,94 @@ def render(records: list[dict]) -> str:
             )
         lines.append("")
     lines += alignment_table(records)
+    lines += against_twin(records)
     return "\n".join(lines).rstrip("\n")
+
+
+def configuration(network: str) -> dict:
+    """A network's configuration as probes record it (``base``): its settings and training settings."""
+    return {"settings": bench.NETWORKS[network], "train": bench.TRAINING.get(network, {})}
+
+
+def ratio_to(runs: dict[tuple[int, int, int], float], reference: dict[tuple[int, int, int], float]):
+    """(look-back, horizon) -> the mean over seeds of ``runs`` as a ratio to ``reference``'s mean over
+    the same seeds, for the cells where ``reference`` has every one of them."""
+    cells: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    for key in runs:
+        cells.setdefault(key[:2], []).append(key)
+    return {
+        cell: statistics.mean(runs[k] for k in keys) / statistics.mean(reference[k] for k in keys)
+        for cell, keys in cells.items()
+        if all(k in reference for k in keys)
+    }
+
+
+def selection_by_change(
+    records: list[dict], network: str
+) -> dict[tuple[str, ...], dict[tuple[int, int, int], float]]:
+    """The probes of changes to ``network``'s current configuration on today's rule: change (its
+    --set list) -> (look-back, horizon, seed) -> selection MSE."""
+    changes: dict[tuple[str, ...], dict[tuple[int, int, int], float]] = {}
+    for record in records:
+        if (
+            record["network"] == network
+            and record["sets"]
+            and record.get("k") == bench.SELECTION_FOLDS
+            and base_of(record) == configuration(network)
+        ):
+            key = (record["lookback"], record["horizon"], record["seed"])
+            changes.setdefault(tuple(record["sets"]), {})[key] = record["selection_mse"]
+    return changes
+
+
+def against_twin(records: list[dict]) -> list[str]:
+    """What issue 41's passes judged an attention change by: the attention network's mean selection
+    MSE over seeds as a ratio to the same network without attention's (bench.ATTENTION_PAIRS), cell
+    by cell, on the probes' scale. The first row is the committed runs of both; a change to the
+    attention network's current configuration is set against the network without attention's
+    probes with the same change where it has some (an epoch cap given to both), its committed runs
+    of the same seeds otherwise. Then the cells below 1, the worst cell and the geometric mean: the
+    third pass's rule reads the lowest worst cell, then the geometric mean."""
+    lines: list[str] = []
+    folds = bench.SELECTION_FOLDS
+    cells = [(lookback, horizon) for lookback, horizons in bench.HORIZONS.items() for horizon in horizons]
+    for attended, plain in bench.ATTENTION_PAIRS.items():
+        twin = committed_selection(plain, folds, configuration(plain))
+        rows = [
+            (
+                "(committed)",
+                "committed",
+                ratio_to(committed_selection(attended, folds, configuration(attended)), twin),
+                0,
+            )
+        ]
+        for sets, runs in sorted(selection_by_change(records, attended).items()):
+            same = selection_by_change(records, plain).get(sets)
+            reference, named = (same, "the same change") if same else (twin, "committed")
+            rows.append((" ".join(sets), named, ratio_to(runs, reference), len(runs)))
+        lines += [
+            f"The {attended} probes against {plain} (issue 41), the probes' scale: mean selection MSE over "
+            f"seeds, {attended} / {plain}, below 1: attention lower; {plain}'s runs with the same change, or "
+            "its committed runs of the same seeds.",
+            "",
+            f"| change | {plain} | "
+            + " | ".join(f"L={lb} H={h}" for lb, h in cells)
+            + " | below 1 | worst | geometric mean | runs |",
+            "|---|---|" + "---|" * len(cells) + "---|---|---|---|",
+        ]
+        for change, named, ratios, runs in rows:
+            shown = [ratios[cell] for cell in cells if cell in ratios]
+            if not shown:  # no cell whose seeds the reference has
+                continue
+            gmean = math.exp(statistics.mean(math.log(r) for r in shown))
+            lines.append(
+                f"| {change} | {named} | "
+                + " | ".join(f"{ratios[cell]:.4f}" if cell in ratios else "" for cell in cells)
+                + f" | {sum(r < 1 for r in shown)} of {len(shown)} | {max(shown):.4f} | {gmean:.4f} | "
+                + f"{runs or ''} |"
+            )
+        lines.append("")
+    return lines
 
 
 def alignment_table(records: list[dict]) -> list[str]:

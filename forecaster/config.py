@@ -78,6 +78,7 @@ class DataConfig(StrictModel):
 
 
 DEFAULT_SELECTION_FOLDS = 2  # the ETTh1 benchmark's rule (issue 34, benchmarks/README.md)
+LAG_SCORE_SCALE = 100.0  # model.attention_lag_scale's default (forecaster/models/lag_scores.py says why)
 
 
 class SplitConfig(StrictModel):
@@ -196,6 +197,15 @@ class ModelConfig(StrictModel):
         "sum of past calendar encodings says nothing about the series, and on ETTh1 retrieving it left "
         "the rows less sharp and the selection MSE higher (benchmarks/README.md, issue 41). Models saved "
         "before this field retrieved it, and keep doing so",
+    )
+    attention_lag_scale: float = Field(
+        LAG_SCORE_SCALE,
+        gt=0,
+        description="seq2seq attention, `lags` layout: what each learned score per lag is multiplied "
+        "by, in effect its learning rate against the rest of the network's (Adam moves a parameter "
+        "by about the learning rate per update, whatever its gradient): higher makes the rows peak "
+        "sooner on a few lags (forecaster/models/lag_scores.py). Saved with the model, so a model "
+        "keeps the scale it was trained with",
     )
     decoder: Literal["autoregressive", "direct"] = Field(
         "autoregressive",

@@ -54,6 +54,7 @@ def build_network(
             attention_heads=config.attention_heads,
             attention_values=config.attention_values,
             attention_retrieves_calendar=config.attention_retrieves_calendar,
+            attention_lag_scale=config.attention_lag_scale,
             lookback=lookback,
             season=season,
             calendar=CalendarColumns(series_features, future_covariates, calendar_features)

@@ -29,6 +29,7 @@ from torch import nn
 from forecaster.models.attention import BahdanauAttention
 from forecaster.models.cells import hidden_of, last_layer, recurrent_layer
 from forecaster.models.direct_decoder import DirectDecoder
+from forecaster.models.lag_scores import LAG_SCORE_SCALE
 from forecaster.models.output import Forecast
 from forecaster.models.quantiles import median_of
 from forecaster.models.step_attention import CalendarColumns, StepAttention, StepKeys
@@ -74,13 +75,15 @@ class Seq2SeqForecaster(nn.Module):
         attention_heads: int = 1,
         attention_values: str = "inputs",
         attention_retrieves_calendar: bool = False,
+        attention_lag_scale: float = LAG_SCORE_SCALE,
     ) -> None:
         """``lookback`` L and ``season`` (the data's seasonal period) size the `steps` layout's
         positions; ``calendar`` says where its calendar features are in the inputs;
         ``attention_values``: what the `lags` attention retrieves (the step-by-step decoder's RNN
         reads it as its context; the direct decoder adds it to its output);
         ``attention_retrieves_calendar``: whether a look-back step's retrieved inputs include its
-        calendar features (``calendar``), or are its observed values alone."""
+        calendar features (``calendar``), or are its observed values alone;
+        ``attention_lag_scale``: the `lags` layout's lag scores' multiplier (``lag_scores.py``)."""
         super().__init__()
         if attention_values not in ("inputs", "states_and_inputs"):
             raise ValueError(f"attention_values {attention_values!r}: 'inputs' or 'states_and_inputs'")
@@ -133,6 +136,7 @@ class Seq2SeqForecaster(nn.Module):
                     # `lags` with `inputs`: the look-back's own values alone, for both decoders
                     retrieves_states=not (attention_layout == "lags" and attention_values == "inputs"),
                     retrieves_calendar=attention_retrieves_calendar,
+                    lag_scale=attention_lag_scale,
                 )
         if decoder == "direct":  # its own RNN, position embedding and output layer
             self.direct = DirectDecoder(

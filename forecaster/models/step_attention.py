@@ -52,7 +52,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from forecaster.models.lag_scores import LagScores
+from forecaster.models.lag_scores import LAG_SCORE_SCALE, LagScores
 from forecaster.models.positions import StepPositions
 from forecaster.models.scores import AdditiveScore
 
@@ -164,6 +164,7 @@ class StepAttention(nn.Module):
         values_start_at_zero: bool = False,
         retrieves_states: bool = True,
         retrieves_calendar: bool = False,
+        lag_scale: float = LAG_SCORE_SCALE,
     ) -> None:
         """``query_size``: the decoder state's; ``state_size``:
         an encoder state's (C); ``input_size``: a look-back step's inputs (the values it also
@@ -177,13 +178,14 @@ class StepAttention(nn.Module):
         observations, and it reaches the encoder only through its scores. ``retrieves_calendar``:
         a look-back step's retrieved inputs include its calendar features (``calendar``); without it
         (``attention_retrieves_calendar``, the default), they are its other inputs alone (its observed
-        values): a weighted sum of past calendar encodings describes the weights, not the series."""
+        values): a weighted sum of past calendar encodings describes the weights, not the series.
+        ``lag_scale``: what the `lags` layout's lag scores are multiplied by (``lag_scores.py``)."""
         super().__init__()
         self.segment = segment
         self.content = AdditiveScore(query_size, state_size, query_size, heads)  # size: as `states` has it
         self.positions = StepPositions(horizon, lookback, POSITION_SIZE, season)
         self.position = AdditiveScore(POSITION_SIZE, POSITION_SIZE, POSITION_SIZE, heads)
-        self.lags = LagScores(horizon, lookback, heads) if lag_scores else None
+        self.lags = LagScores(horizon, lookback, heads, lag_scale) if lag_scores else None
         self.calendar_columns = calendar
         self.calendar = None
         if calendar is not None:

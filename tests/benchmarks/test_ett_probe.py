@@ -106,3 +106,43 @@ def test_the_probes_alignment_table_averages_the_runs_that_recorded_one():
         "| seg-seq2seq-attention (lags layout) | 96 | model.attention_heads=4 | 0.800 | 0.100 | 5.0% (4.0%) | 1 |",
     ]
     assert alignment_table([probe([], 0.9, k=1)]) == []  # another selection rule's probes: not shown
+
+
+def test_attention_probes_are_set_against_the_network_without_attention():
+    """The table issue 41's passes judged attention changes by: per cell, the change's mean over
+    seeds over the twin's mean over the same seeds; against the twin's probes with the same change
+    where it has some (an epoch cap given to both), its committed runs otherwise; then the cells
+    below 1, the worst cell and the geometric mean. The committed pair is the first row."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from ett_probe import against_twin, committed_selection, configuration
+
+    twin = committed_selection("seg-seq2seq", 2, configuration("seg-seq2seq"))
+    attention = committed_selection("seg-seq2seq-attention", 2, configuration("seg-seq2seq-attention"))
+
+    def probe(network: str, sets: list[str], horizon: int, seed: int, mse: float) -> dict:
+        return {
+            "network": network, "sets": sets, "lookback": 96, "horizon": horizon, "seed": seed,
+            "k": 2, "base": configuration(network), "selection_mse": mse,
+        }  # fmt: skip
+
+    a, b, c = twin[(96, 24, 0)], twin[(96, 24, 1)], twin[(96, 48, 0)]
+    unequal = [
+        probe("seg-seq2seq-attention", ["x=1"], 24, 0, 2 * a),
+        probe("seg-seq2seq-attention", ["x=1"], 24, 1, 4 * b),
+        probe("seg-seq2seq-attention", ["x=1"], 48, 0, 0.5 * c),
+    ]
+    both = [  # the twin probed with the change too, at (96, 48) only: (96, 24) has no reference
+        *(probe("seg-seq2seq-attention", ["y=1"], h, 0, 0.06) for h in (24, 48)),
+        probe("seg-seq2seq", ["y=1"], 48, 0, 0.05),
+    ]
+    elsewhere = [
+        {**probe("seg-seq2seq-attention", ["z=1"], 24, 0, 0.05), "base": {"settings": {}, "train": {}}}
+    ]
+    rows = [line.split(" | ") for line in against_twin(unequal + both + elsewhere) if line.startswith("| ")]
+    assert len(rows) == 4  # the header, then three rows: z=1 changed another configuration
+    committed = sum(attention[(96, 24, s)] for s in (0, 1, 2)) / sum(twin[(96, 24, s)] for s in (0, 1, 2))
+    assert rows[1][:3] == ["| (committed)", "committed", f"{committed:.4f}"] and rows[1][-4] == "6 of 10"
+    mean_ratio = (2 * a + 4 * b) / (a + b)  # the ratio of the seed means, not the mean ratio 3
+    assert rows[2][:12] == ["| x=1", "committed", f"{mean_ratio:.4f}", "0.5000", *[""] * 8]
+    assert rows[2][-4:] == ["1 of 2", f"{mean_ratio:.4f}", f"{(mean_ratio * 0.5) ** 0.5:.4f}", "3 |"]
+    assert rows[3][:4] == ["| y=1", "the same change", "", "1.2000"]

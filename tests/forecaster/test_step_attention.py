@@ -482,3 +482,41 @@ def test_a_lag_score_weighs_the_same_lag_from_every_forecast_step():
     lag = torch.arange(H)[:, None] + L - torch.arange(L)[None, :]  # (H, L)
     torch.testing.assert_close(scores, LAG_SCORE_SCALE * scores_of.lag_score[:, lag - 1])
     assert LagScores(H, L, heads=1)().abs().max() == 0  # no lag preferred before training
+
+
+def test_the_lag_scale_multiplies_every_lag_score():
+    """``model.attention_lag_scale`` is the stored scores' multiplier: the same parameters at 30
+    give three tenths of what they give at the default 100."""
+    default, slower = LagScores(H, L, heads=M), LagScores(H, L, heads=M, scale=30.0)
+    torch.nn.init.normal_(default.lag_score)
+    slower.lag_score.data.copy_(default.lag_score.data)
+    torch.testing.assert_close(slower(), default() * 30.0 / LAG_SCORE_SCALE)
+
+
+@pytest.mark.parametrize("decoder", ["direct", "autoregressive"])
+def test_a_models_lag_scale_is_saved_with_it(tmp_path, decoder):
+    """A model trained with another lag scale loads with it and forecasts as it did: the scale is
+    part of the network, not a constant of the code that loads it."""
+    before = saved_predictor(tmp_path, "lags", decoder=decoder, attention_lag_scale=30.0)
+    lag_scores = before.network.network.attention.lags
+    assert lag_scores.scale == 30.0
+    torch.nn.init.normal_(lag_scores.lag_score, std=0.05)  # trained: some lags preferred
+    torch.nn.init.normal_(before.network.network.attention.input_values.weight)  # trained: not 0
+    before.save(tmp_path / "lags")
+    loaded = Predictor.load(tmp_path / "lags")
+    assert loaded.config.model.attention_lag_scale == 30.0
+    assert loaded.network.network.attention.lags.scale == 30.0
+    forecasts_as_before(before, loaded)
+
+
+def test_a_lags_model_saved_before_the_lag_scale_setting_keeps_the_scale_it_was_trained_with(tmp_path):
+    """Models saved before ``model.attention_lag_scale`` were trained at 100: without the field they
+    load at 100 and forecast as they did (a new default would need them mapped to 100, as
+    ``with_attention_layout_of_its_time`` maps the other fields)."""
+    before = saved_predictor(tmp_path, "lags")
+    torch.nn.init.normal_(before.network.network.attention.lags.lag_score, std=0.05)
+    torch.nn.init.normal_(before.network.network.attention.input_values.weight)
+    before.save(tmp_path / "lags")
+    loaded = loaded_as_saved_before(tmp_path / "lags", "attention_lag_scale")
+    assert loaded.network.network.attention.lags.scale == 100.0
+    forecasts_as_before(before, loaded)

@@ -34,8 +34,20 @@ def test_overrides_reach_the_config(tmp_path):
         ),
         ({"data": {"path": "x.csv"}}, "needs `time_column` and `target`"),
         ({"data": {"dataset": "etth1"}, "split": {"train": 0.9, "val": 0.2, "test": 0.1}}, "sum to 1"),
+        (
+            {"data": {"dataset": "etth1"}, "model": {"attention_lag_scale": 0}},
+            "model.attention_lag_scale: Input should be greater than 0",
+        ),
     ],
-    ids=["unknown-key", "wrong-type", "missing", "bad-choice", "path-needs-columns", "split-sum"],
+    ids=[
+        "unknown-key",
+        "wrong-type",
+        "missing",
+        "bad-choice",
+        "path-needs-columns",
+        "split-sum",
+        "lag-scale",
+    ],
 )
 def test_invalid_configs_name_the_field(data, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
