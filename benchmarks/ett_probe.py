@@ -235,7 +235,9 @@ def configuration(network: str) -> dict:
     return {"settings": bench.NETWORKS[network], "train": bench.TRAINING.get(network, {})}
 
 
-def ratio_to(runs: dict[tuple[int, int, int], float], reference: dict[tuple[int, int, int], float]):
+def ratio_to(
+    runs: dict[tuple[int, int, int], float], reference: dict[tuple[int, int, int], float]
+) -> dict[tuple[int, int], float]:
     """(look-back, horizon) -> the mean over seeds of ``runs`` as a ratio to ``reference``'s mean over
     the same seeds, for the cells where ``reference`` has every one of them."""
     cells: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
@@ -287,8 +289,9 @@ def against_twin(records: list[dict]) -> list[str]:
                 0,
             )
         ]
+        twin_changes = selection_by_change(records, plain)
         for sets, runs in sorted(selection_by_change(records, attended).items()):
-            same = selection_by_change(records, plain).get(sets)
+            same = twin_changes.get(sets)
             reference, named = (same, "the same change") if same else (twin, "committed")
             rows.append((" ".join(sets), named, ratio_to(runs, reference), len(runs)))
         lines += [
@@ -398,7 +401,7 @@ def main() -> None:
             "commit": code,
             "machine": where,
             "k": config.split.folds,  # the selection folds its selection MSE is the mean over
-            "base": {"settings": bench.NETWORKS[args.network], "train": bench.TRAINING.get(args.network, {})},
+            "base": configuration(args.network),
             **run_probe(config, std),
         }
         records.append(record)
