@@ -87,7 +87,9 @@ NETWORKS = {
     # look-back step (the `lags` layout, retrieving the look-back's own inputs: issue 41's third
     # pass; its runs with the earlier layouts and values, `lags` retrieving encoder states too,
     # `steps`, and one query per decoder day over the encoder days, are in
-    # results/ett-runs-superseded.jsonl)
+    # results/ett-runs-superseded.jsonl). Its lag scores learn at a tenth of the product's default
+    # scale (issue 41's tenth pass: 10 of 3 / 10 / 30 / 100 by the third pass's rule on selection;
+    # its runs at 100 are in results/ett-runs-superseded.jsonl)
     "seg-seq2seq-attention": {
         "architecture": "seq2seq",
         "decoder": "direct",
@@ -95,6 +97,7 @@ NETWORKS = {
         "attention": "bahdanau",
         "attention_layout": "lags",
         "attention_values": "inputs",
+        "attention_lag_scale": 10.0,
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
