@@ -24,14 +24,22 @@ def committed_test_mse(network: str, lookback: int, horizon: int, seed: int) -> 
 
 
 def test_the_committed_records_are_the_ablation_tables_runs():
-    # every seed's test MSE is the committed run's, so the pooled ratio is the ablation table's
+    # every seed's test MSE is that of the runs of one commit, so the pooled ratio is the ablation
+    # table's of that time: the seventh pass measured the runs of lag scale 100 (c3aaf70), superseded
+    # by the tenth pass's (benchmarks/README.md)
     records = significance.read()
     assert records, "no committed records"
     for record in records:
         cell = (record["lookback"], record["horizon"])
         for network in (ATTENTION, NONE):
-            committed = [committed_test_mse(network, *cell, seed) for seed in record["seeds"]]
-            assert record["test_mse"][network] == pytest.approx(committed, rel=1e-4), (network, cell)
+            by_commit = ett_benchmark.runs_by_commit(network, *cell, record["seeds"])
+            matching = [
+                commit
+                for commit, runs in by_commit.items()
+                if record["test_mse"][network]
+                == pytest.approx([r["test"]["model"]["mse"] for r in runs], rel=1e-4)
+            ]
+            assert matching, (network, cell)
         ratio = statistics.mean(record["test_mse"][ATTENTION]) / statistics.mean(record["test_mse"][NONE])
         assert record["ratio"] == pytest.approx(ratio, rel=1e-5)  # from the kept losses (6 digits)
         assert record["low"] < record["ratio"] < record["high"] and 0 < record["p_value"] <= 1

@@ -112,12 +112,17 @@ def test_attention_probes_are_set_against_the_network_without_attention():
     """The table issue 41's passes judged attention changes by: per cell, the change's mean over
     seeds over the twin's mean over the same seeds; against the twin's probes with the same change
     where it has some (an epoch cap given to both), its committed runs otherwise; then the cells
-    below 1, the worst cell and the geometric mean. The committed pair is the first row."""
+    below 1, the worst cell and the geometric mean. The committed pair is the first row. A table per
+    configuration: the current one, then the one before the tenth pass (lag scale 100), whose
+    committed runs are the superseded ones."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from ett_probe import against_twin, committed_selection, configuration
+    from ett_probe import EARLIER_CONFIGURATIONS, against_twin, committed_selection, configuration
 
     twin = committed_selection("seg-seq2seq", 2, configuration("seg-seq2seq"))
     attention = committed_selection("seg-seq2seq-attention", 2, configuration("seg-seq2seq-attention"))
+    (_, earlier), *_ = EARLIER_CONFIGURATIONS["seg-seq2seq-attention"]
+    attention_before = committed_selection("seg-seq2seq-attention", 2, earlier)
+    assert "attention_lag_scale" not in earlier["settings"] and len(attention_before) == 30
 
     def probe(network: str, sets: list[str], horizon: int, seed: int, mse: float) -> dict:
         return {
@@ -135,14 +140,29 @@ def test_attention_probes_are_set_against_the_network_without_attention():
         *(probe("seg-seq2seq-attention", ["y=1"], h, 0, 0.06) for h in (24, 48)),
         probe("seg-seq2seq", ["y=1"], 48, 0, 0.05),
     ]
+    on_earlier = [{**probe("seg-seq2seq-attention", ["w=1"], 24, 0, 3 * a), "base": earlier}]
     elsewhere = [
         {**probe("seg-seq2seq-attention", ["z=1"], 24, 0, 0.05), "base": {"settings": {}, "train": {}}}
     ]
-    rows = [line.split(" | ") for line in against_twin(unequal + both + elsewhere) if line.startswith("| ")]
-    assert len(rows) == 4  # the header, then three rows: z=1 changed another configuration
+    lines = against_twin(unequal + both + on_earlier + elsewhere)
+    tables = [part for part in "\n".join(lines).split("\n\n") if part.strip()]
+    assert len(tables) == 4  # heading, table, heading, table, and nothing else
+
+    def rows(table: str) -> list[list[str]]:
+        return [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
+
+    current, previous = rows(tables[1]), rows(tables[3])
+    assert "current configuration" in tables[0] and "before the tenth pass" in tables[2]
+    assert len(current) == 4  # the header, then three rows: w=1 and z=1 changed other configurations
     committed = sum(attention[(96, 24, s)] for s in (0, 1, 2)) / sum(twin[(96, 24, s)] for s in (0, 1, 2))
-    assert rows[1][:3] == ["| (committed)", "committed", f"{committed:.4f}"] and rows[1][-4] == "6 of 10"
+    assert current[1][:3] == ["| (committed)", "committed", f"{committed:.4f}"]
     mean_ratio = (2 * a + 4 * b) / (a + b)  # the ratio of the seed means, not the mean ratio 3
-    assert rows[2][:12] == ["| x=1", "committed", f"{mean_ratio:.4f}", "0.5000", *[""] * 8]
-    assert rows[2][-4:] == ["1 of 2", f"{mean_ratio:.4f}", f"{(mean_ratio * 0.5) ** 0.5:.4f}", "3 |"]
-    assert rows[3][:4] == ["| y=1", "the same change", "", "1.2000"]
+    assert current[2][:12] == ["| x=1", "committed", f"{mean_ratio:.4f}", "0.5000", *[""] * 8]
+    assert current[2][-4:] == ["1 of 2", f"{mean_ratio:.4f}", f"{(mean_ratio * 0.5) ** 0.5:.4f}", "3 |"]
+    assert current[3][:4] == ["| y=1", "the same change", "", "1.2000"]
+    # the configuration before: its superseded runs against the twin (6 of 10 cells below it), and
+    # the probe of a change to it
+    before = sum(attention_before[(96, 24, s)] for s in (0, 1, 2)) / sum(twin[(96, 24, s)] for s in (0, 1, 2))
+    assert len(previous) == 3 and previous[1][:3] == ["| (committed)", "committed", f"{before:.4f}"]
+    assert previous[1][-4] == "6 of 10"
+    assert previous[2][:3] == ["| w=1", "committed", "3.0000"]
