@@ -460,8 +460,9 @@ def committed_run(network: str, lookback: int, horizon: int, seed: int) -> dict 
 
 def runs_by_commit(network: str, lookback: int, horizon: int, seeds: list[int]) -> dict[str, list[dict]]:
     """commit -> the runs of ``network`` at this cell made at that commit, one per seed of ``seeds``
-    (RAW_RESULTS and SUPERSEDED; only commits that have every seed): what a measurement of the runs
-    of one time (issue 41's sixth to eighth passes) is checked against once a rerun replaced them."""
+    (RAW_RESULTS and SUPERSEDED; only commits that have every seed; where one commit has a seed twice,
+    the later run, as the tables keep it): what a measurement of the runs of one time (issue 41's
+    sixth to eighth passes) is checked against once a rerun replaced them."""
     found: dict[str, dict[int, dict]] = {}
     for path in (SUPERSEDED, RAW_RESULTS):
         for run in read_runs(path):

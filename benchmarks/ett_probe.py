@@ -237,9 +237,10 @@ def configuration(network: str) -> dict:
     return {"settings": bench.NETWORKS[network], "train": bench.TRAINING.get(network, {})}
 
 
-def before(network: str, *changed: str) -> dict:
-    """``network``'s configuration as it was before the settings ``changed`` were added to it."""
-    settings = {key: value for key, value in bench.NETWORKS[network].items() if key not in changed}
+def configuration_without(network: str, *added: str) -> dict:
+    """``network``'s configuration without the settings ``added`` (keys set since): what it was
+    before they were added, as long as no other setting changed its value since."""
+    settings = {key: value for key, value in bench.NETWORKS[network].items() if key not in added}
     return {"settings": settings, "train": bench.TRAINING.get(network, {})}
 
 
@@ -250,7 +251,7 @@ EARLIER_CONFIGURATIONS: dict[str, list[tuple[str, dict]]] = {
     "seg-seq2seq-attention": [
         (
             "before the tenth pass (model.attention_lag_scale 100, the default)",
-            before("seg-seq2seq-attention", "attention_lag_scale"),
+            configuration_without("seg-seq2seq-attention", "attention_lag_scale"),
         )
     ]
 }
@@ -304,19 +305,25 @@ def against_twin(records: list[dict]) -> list[str]:
     lines: list[str] = []
     for attended, plain in bench.ATTENTION_PAIRS.items():
         configurations = [("current", configuration(attended)), *EARLIER_CONFIGURATIONS.get(attended, [])]
-        for named, base in configurations:
-            lines += twin_table(records, attended, plain, named, base)
+        for described, base in configurations:
+            lines += twin_table(records, attended, plain, described, base)
     return lines
 
 
-def twin_table(records: list[dict], attended: str, plain: str, named: str, base: dict) -> list[str]:
-    """``against_twin``'s table for the attention network's configuration ``base``."""
+def twin_table(records: list[dict], attended: str, plain: str, described: str, base: dict) -> list[str]:
+    """``against_twin``'s table for the attention network's configuration ``base`` (``described``:
+    which configuration it is, for the heading). Stops where that configuration has committed runs
+    but the network without attention has none of the same commits: its ratios would be empty."""
     folds = bench.SELECTION_FOLDS
     cells = [(lookback, horizon) for lookback, horizons in bench.HORIZONS.items() for horizon in horizons]
     # the network without attention's runs made with this configuration's, in the same invocations:
     # a rerun of it beside a later configuration differs in the last digits (the machine's)
     commits = {run["commit"] for run in base_runs(attended, base)}
     twin = committed_selection(plain, folds, configuration(plain), commits)
+    if commits and not twin:
+        raise SystemExit(
+            f"{plain} has no committed runs of {attended}'s commits {sorted(commits)} ({described})"
+        )
     rows = [("(committed)", "committed", ratio_to(committed_selection(attended, folds, base), twin), 0)]
     twin_changes = selection_by_change(records, plain)
     for sets, runs in sorted(selection_by_change(records, attended, base).items()):
@@ -324,7 +331,7 @@ def twin_table(records: list[dict], attended: str, plain: str, named: str, base:
         reference, against = (same, "the same change") if same else (twin, "committed")
         rows.append((" ".join(sets), against, ratio_to(runs, reference), len(runs)))
     lines = [
-        f"The {attended} probes against {plain} (issue 41), {attended}'s {named} configuration, the "
+        f"The {attended} probes against {plain} (issue 41), {attended}'s {described} configuration, the "
         f"probes' scale: mean selection MSE over seeds, {attended} / {plain}, below 1: attention lower; "
         f"{plain}'s runs with the same change, or its committed runs of the same seeds.",
         "",

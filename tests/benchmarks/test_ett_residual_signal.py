@@ -37,7 +37,7 @@ def test_the_committed_records_are_the_benchmarks_own_runs():
     records = signal.read()
     assert records, "no committed records"
     runs: dict[tuple, list[dict]] = {}
-    for path in (ett_benchmark.RAW_RESULTS, ett_benchmark.RAW_RESULTS.parent / "ett-runs-superseded.jsonl"):
+    for path in (ett_benchmark.RAW_RESULTS, ett_benchmark.SUPERSEDED):
         for r in ett_benchmark.read_runs(path):
             if r.get("selection_folds"):
                 runs.setdefault((r["network"], r["lookback"], r["horizon"], r["seed"]), []).append(r)
