@@ -45,6 +45,7 @@ from provenance import commit, machine  # noqa: E402
 from readme_block import read_block, write_block  # noqa: E402
 
 RAW_RESULTS = REPO / "benchmarks" / "results" / "ett-runs.jsonl"
+SUPERSEDED = REPO / "benchmarks" / "results" / "ett-runs-superseded.jsonl"  # the runs a rerun replaced
 # NLinear by least squares on the same windows (ett_linear.py): one record per look-back and horizon
 LINEAR_RESULTS = REPO / "benchmarks" / "results" / "ett-linear.jsonl"
 LINEAR = "nlinear-ls"
@@ -87,7 +88,9 @@ NETWORKS = {
     # look-back step (the `lags` layout, retrieving the look-back's own inputs: issue 41's third
     # pass; its runs with the earlier layouts and values, `lags` retrieving encoder states too,
     # `steps`, and one query per decoder day over the encoder days, are in
-    # results/ett-runs-superseded.jsonl)
+    # results/ett-runs-superseded.jsonl). Its lag scores learn at a tenth of the product's default
+    # scale (issue 41's tenth pass: 10 of 3 / 10 / 30 / 100 by the third pass's rule on selection;
+    # its runs at 100 are in results/ett-runs-superseded.jsonl)
     "seg-seq2seq-attention": {
         "architecture": "seq2seq",
         "decoder": "direct",
@@ -95,6 +98,7 @@ NETWORKS = {
         "attention": "bahdanau",
         "attention_layout": "lags",
         "attention_values": "inputs",
+        "attention_lag_scale": 10.0,
         "hidden_size": 128,
         "layers": 1,
         "segment_length": 24,
@@ -452,6 +456,19 @@ def committed_run(network: str, lookback: int, horizon: int, seed: int) -> dict 
         r for r in read_runs(RAW_RESULTS) if (r["network"], r["lookback"], r["horizon"], r["seed"]) == key
     ]
     return runs[-1] if runs else None
+
+
+def runs_by_commit(network: str, lookback: int, horizon: int, seeds: list[int]) -> dict[str, list[dict]]:
+    """commit -> the runs of ``network`` at this cell made at that commit, one per seed of ``seeds``
+    (RAW_RESULTS and SUPERSEDED; only commits that have every seed; where one commit has a seed twice,
+    the later run, as the tables keep it): what a measurement of the runs of one time (issue 41's
+    sixth to eighth passes) is checked against once a rerun replaced them."""
+    found: dict[str, dict[int, dict]] = {}
+    for path in (SUPERSEDED, RAW_RESULTS):
+        for run in read_runs(path):
+            if (run["network"], run["lookback"], run["horizon"]) == (network, lookback, horizon):
+                found.setdefault(run["commit"], {})[run["seed"]] = run
+    return {c: [runs[s] for s in seeds] for c, runs in found.items() if all(s in runs for s in seeds)}
 
 
 def retrain(network: str, lookback: int, horizon: int, seed: int):

@@ -68,9 +68,6 @@ def run_probe(config, std: float) -> dict[str, float]:
     }
 
 
-SUPERSEDED = bench.REPO / "benchmarks" / "results" / "ett-runs-superseded.jsonl"
-
-
 def base_of(record: dict) -> dict | None:
     """The configuration a probe changed: recorded since issue 41 (``base``: the network's model
     and training settings); None for an earlier probe, made against the configuration the network
@@ -90,18 +87,19 @@ def label(record: dict) -> str:
     return network if layout is None else f"{network} ({layout} layout)"
 
 
-def base_runs(network: str, base: dict | None) -> list[dict]:
+def base_runs(network: str, base: dict | None, commits: set[str] | None = None) -> list[dict]:
     """The committed runs of ``network`` in configuration ``base`` (settings and training settings);
     for ``base`` None, its runs without an attention layout, the configuration of every probe made
-    before issue 41 (the segment seq2seq's are in the superseded file since)."""
+    before issue 41 (the segment seq2seq's are in the superseded file since). ``commits``: only the
+    runs made at these commits."""
     # the superseded runs first, then the current ones: a later run of the same configuration and
     # seed replaces an earlier one (committed_selection keeps the last), so a configuration rerun
     # on a later commit is compared with its rerun, not with the runs it superseded
     runs = [
         r
-        for path in (SUPERSEDED, bench.RAW_RESULTS)
+        for path in (bench.SUPERSEDED, bench.RAW_RESULTS)
         for r in bench.read_runs(path)
-        if r["network"] == network
+        if r["network"] == network and (commits is None or r["commit"] in commits)
     ]
     if base is None:
         return [r for r in runs if "attention_layout" not in r["settings"]]
@@ -111,10 +109,14 @@ def base_runs(network: str, base: dict | None) -> list[dict]:
 
 
 def committed_selection(
-    network: str, folds: int = bench.SELECTION_FOLDS, base: dict | None = None
+    network: str,
+    folds: int = bench.SELECTION_FOLDS,
+    base: dict | None = None,
+    commits: set[str] | None = None,
 ) -> dict[tuple[int, int, int], float]:
     """(look-back, horizon, seed) -> selection MSE over ``folds`` folds of the committed runs of
-    ``network`` in configuration ``base`` (``base_runs``) that recorded them (a ratio to a score over other folds would mean nothing), on
+    ``network`` in configuration ``base`` (``base_runs``, made at ``commits`` if given) that recorded
+    them (a ratio to a score over other folds would mean nothing), on
     the probes' own scale: the square of the folds' mean RMSE, as the selection score averages
     RMSE over folds (the benchmark's pick reads the mean of the folds' MSEs instead, which is
     never lower; a probe's ratio needs both sides alike, and probes recorded this one)."""
@@ -123,7 +125,7 @@ def committed_selection(
             math.sqrt(fold["model"]["mse"]) for fold in r["selection_folds"][:folds]
         )
         ** 2
-        for r in base_runs(network, base)
+        for r in base_runs(network, base, commits)
         if len(r.get("selection_folds", [])) >= folds
     }
 
@@ -235,6 +237,26 @@ def configuration(network: str) -> dict:
     return {"settings": bench.NETWORKS[network], "train": bench.TRAINING.get(network, {})}
 
 
+def configuration_without(network: str, *added: str) -> dict:
+    """``network``'s configuration without the settings ``added`` (keys set since): what it was
+    before they were added, as long as no other setting changed its value since."""
+    settings = {key: value for key, value in bench.NETWORKS[network].items() if key not in added}
+    return {"settings": settings, "train": bench.TRAINING.get(network, {})}
+
+
+# name -> the earlier configurations of an attention network whose probes against the network without
+# attention the README still shows (newest first), with what tells them apart from the current one:
+# the tenth pass adopted model.attention_lag_scale=10, probed on the configuration before it
+EARLIER_CONFIGURATIONS: dict[str, list[tuple[str, dict]]] = {
+    "seg-seq2seq-attention": [
+        (
+            "before the tenth pass (model.attention_lag_scale 100, the default)",
+            configuration_without("seg-seq2seq-attention", "attention_lag_scale"),
+        )
+    ]
+}
+
+
 def ratio_to(
     runs: dict[tuple[int, int, int], float], reference: dict[tuple[int, int, int], float]
 ) -> dict[tuple[int, int], float]:
@@ -251,17 +273,18 @@ def ratio_to(
 
 
 def selection_by_change(
-    records: list[dict], network: str
+    records: list[dict], network: str, base: dict | None = None
 ) -> dict[tuple[str, ...], dict[tuple[int, int, int], float]]:
-    """The probes of changes to ``network``'s current configuration on today's rule: change (its
-    --set list) -> (look-back, horizon, seed) -> selection MSE."""
+    """The probes of changes to ``network``'s configuration ``base`` (default: its current one) on
+    today's rule: change (its --set list) -> (look-back, horizon, seed) -> selection MSE."""
+    base = configuration(network) if base is None else base
     changes: dict[tuple[str, ...], dict[tuple[int, int, int], float]] = {}
     for record in records:
         if (
             record["network"] == network
             and record["sets"]
             and record.get("k") == bench.SELECTION_FOLDS
-            and base_of(record) == configuration(network)
+            and base_of(record) == base
         ):
             key = (record["lookback"], record["horizon"], record["seed"])
             changes.setdefault(tuple(record["sets"]), {})[key] = record["selection_mse"]
@@ -271,52 +294,64 @@ def selection_by_change(
 def against_twin(records: list[dict]) -> list[str]:
     """What issue 41's passes judged an attention change by: the attention network's mean selection
     MSE over seeds as a ratio to the same network without attention's (bench.ATTENTION_PAIRS), cell
-    by cell, on the probes' scale. The first row is the committed runs of both; a change to the
-    attention network's current configuration is set against the network without attention's
-    probes with the same change where it has some (an epoch cap given to both), its committed runs
-    of the same seeds otherwise. Then the cells below 1, the worst cell and the geometric mean: the
-    third pass's rule reads the lowest worst cell, then the geometric mean."""
+    by cell, on the probes' scale. One table for the attention network's current configuration, then
+    one for each of its EARLIER_CONFIGURATIONS. The first row is that configuration's committed runs
+    (the superseded ones for an earlier configuration) against the network without attention's made
+    in the same invocations (the same commits); a
+    change to it is set against the network without attention's probes with the same change where
+    it has some (an epoch cap given to both), its committed runs of the same seeds otherwise. Then
+    the cells below 1, the worst cell and the geometric mean: the third pass's rule reads the lowest
+    worst cell, then the geometric mean."""
     lines: list[str] = []
+    for attended, plain in bench.ATTENTION_PAIRS.items():
+        configurations = [("current", configuration(attended)), *EARLIER_CONFIGURATIONS.get(attended, [])]
+        for described, base in configurations:
+            lines += twin_table(records, attended, plain, described, base)
+    return lines
+
+
+def twin_table(records: list[dict], attended: str, plain: str, described: str, base: dict) -> list[str]:
+    """``against_twin``'s table for the attention network's configuration ``base`` (``described``:
+    which configuration it is, for the heading). Stops where that configuration has committed runs
+    but the network without attention has none of the same commits: its ratios would be empty."""
     folds = bench.SELECTION_FOLDS
     cells = [(lookback, horizon) for lookback, horizons in bench.HORIZONS.items() for horizon in horizons]
-    for attended, plain in bench.ATTENTION_PAIRS.items():
-        twin = committed_selection(plain, folds, configuration(plain))
-        rows = [
-            (
-                "(committed)",
-                "committed",
-                ratio_to(committed_selection(attended, folds, configuration(attended)), twin),
-                0,
-            )
-        ]
-        twin_changes = selection_by_change(records, plain)
-        for sets, runs in sorted(selection_by_change(records, attended).items()):
-            same = twin_changes.get(sets)
-            reference, named = (same, "the same change") if same else (twin, "committed")
-            rows.append((" ".join(sets), named, ratio_to(runs, reference), len(runs)))
-        lines += [
-            f"The {attended} probes against {plain} (issue 41), the probes' scale: mean selection MSE over "
-            f"seeds, {attended} / {plain}, below 1: attention lower; {plain}'s runs with the same change, or "
-            "its committed runs of the same seeds.",
-            "",
-            f"| change | {plain} | "
-            + " | ".join(f"L={lb} H={h}" for lb, h in cells)
-            + " | below 1 | worst | geometric mean | runs |",
-            "|---|---|" + "---|" * len(cells) + "---|---|---|---|",
-        ]
-        for change, named, ratios, runs in rows:
-            shown = [ratios[cell] for cell in cells if cell in ratios]
-            if not shown:  # no cell whose seeds the reference has
-                continue
-            gmean = math.exp(statistics.mean(math.log(r) for r in shown))
-            lines.append(
-                f"| {change} | {named} | "
-                + " | ".join(f"{ratios[cell]:.4f}" if cell in ratios else "" for cell in cells)
-                + f" | {sum(r < 1 for r in shown)} of {len(shown)} | {max(shown):.4f} | {gmean:.4f} | "
-                + f"{runs or ''} |"
-            )
-        lines.append("")
-    return lines
+    # the network without attention's runs made with this configuration's, in the same invocations:
+    # a rerun of it beside a later configuration differs in the last digits (the machine's)
+    commits = {run["commit"] for run in base_runs(attended, base)}
+    twin = committed_selection(plain, folds, configuration(plain), commits)
+    if commits and not twin:
+        raise SystemExit(
+            f"{plain} has no committed runs of {attended}'s commits {sorted(commits)} ({described})"
+        )
+    rows = [("(committed)", "committed", ratio_to(committed_selection(attended, folds, base), twin), 0)]
+    twin_changes = selection_by_change(records, plain)
+    for sets, runs in sorted(selection_by_change(records, attended, base).items()):
+        same = twin_changes.get(sets)
+        reference, against = (same, "the same change") if same else (twin, "committed")
+        rows.append((" ".join(sets), against, ratio_to(runs, reference), len(runs)))
+    lines = [
+        f"The {attended} probes against {plain} (issue 41), {attended}'s {described} configuration, the "
+        f"probes' scale: mean selection MSE over seeds, {attended} / {plain}, below 1: attention lower; "
+        f"{plain}'s runs with the same change, or its committed runs of the same seeds.",
+        "",
+        f"| change | {plain} | "
+        + " | ".join(f"L={lb} H={h}" for lb, h in cells)
+        + " | below 1 | worst | geometric mean | runs |",
+        "|---|---|" + "---|" * len(cells) + "---|---|---|---|",
+    ]
+    for change, against, ratios, runs in rows:
+        shown = [ratios[cell] for cell in cells if cell in ratios]
+        if not shown:  # no cell whose seeds the reference has
+            continue
+        gmean = math.exp(statistics.mean(math.log(r) for r in shown))
+        lines.append(
+            f"| {change} | {against} | "
+            + " | ".join(f"{ratios[cell]:.4f}" if cell in ratios else "" for cell in cells)
+            + f" | {sum(r < 1 for r in shown)} of {len(shown)} | {max(shown):.4f} | {gmean:.4f} | "
+            + f"{runs or ''} |"
+        )
+    return [*lines, ""]
 
 
 def alignment_table(records: list[dict]) -> list[str]:

@@ -112,12 +112,21 @@ def test_attention_probes_are_set_against_the_network_without_attention():
     """The table issue 41's passes judged attention changes by: per cell, the change's mean over
     seeds over the twin's mean over the same seeds; against the twin's probes with the same change
     where it has some (an epoch cap given to both), its committed runs otherwise; then the cells
-    below 1, the worst cell and the geometric mean. The committed pair is the first row."""
+    below 1, the worst cell and the geometric mean. The committed pair is the first row. A table per
+    configuration: the current one, then the one before the tenth pass (lag scale 100), whose
+    committed runs are the superseded ones."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from ett_probe import against_twin, committed_selection, configuration
+    from ett_probe import EARLIER_CONFIGURATIONS, against_twin, base_runs, committed_selection, configuration
 
     twin = committed_selection("seg-seq2seq", 2, configuration("seg-seq2seq"))
     attention = committed_selection("seg-seq2seq-attention", 2, configuration("seg-seq2seq-attention"))
+    (_, earlier), *_ = EARLIER_CONFIGURATIONS["seg-seq2seq-attention"]
+    attention_before = committed_selection("seg-seq2seq-attention", 2, earlier)
+    assert "attention_lag_scale" not in earlier["settings"] and len(attention_before) == 30
+    # the network without attention's runs made beside those (the same commits), rerun since
+    commits_before = {run["commit"] for run in base_runs("seg-seq2seq-attention", earlier)}
+    twin_before = committed_selection("seg-seq2seq", 2, configuration("seg-seq2seq"), commits_before)
+    assert len(twin_before) == 30
 
     def probe(network: str, sets: list[str], horizon: int, seed: int, mse: float) -> dict:
         return {
@@ -126,6 +135,7 @@ def test_attention_probes_are_set_against_the_network_without_attention():
         }  # fmt: skip
 
     a, b, c = twin[(96, 24, 0)], twin[(96, 24, 1)], twin[(96, 48, 0)]
+    a_before = twin_before[(96, 24, 0)]
     unequal = [
         probe("seg-seq2seq-attention", ["x=1"], 24, 0, 2 * a),
         probe("seg-seq2seq-attention", ["x=1"], 24, 1, 4 * b),
@@ -135,14 +145,37 @@ def test_attention_probes_are_set_against_the_network_without_attention():
         *(probe("seg-seq2seq-attention", ["y=1"], h, 0, 0.06) for h in (24, 48)),
         probe("seg-seq2seq", ["y=1"], 48, 0, 0.05),
     ]
+    on_earlier = [{**probe("seg-seq2seq-attention", ["w=1"], 24, 0, 3 * a_before), "base": earlier}]
     elsewhere = [
         {**probe("seg-seq2seq-attention", ["z=1"], 24, 0, 0.05), "base": {"settings": {}, "train": {}}}
     ]
-    rows = [line.split(" | ") for line in against_twin(unequal + both + elsewhere) if line.startswith("| ")]
-    assert len(rows) == 4  # the header, then three rows: z=1 changed another configuration
+    lines = against_twin(unequal + both + on_earlier + elsewhere)
+    tables = [part for part in "\n".join(lines).split("\n\n") if part.strip()]
+    assert len(tables) == 4  # heading, table, heading, table, and nothing else
+
+    def rows(table: str) -> list[list[str]]:
+        return [line.split(" | ") for line in table.splitlines() if line.startswith("| ")]
+
+    current, previous = rows(tables[1]), rows(tables[3])
+    assert "current configuration" in tables[0] and "before the tenth pass" in tables[2]
+    assert len(current) == 4  # the header, then three rows: w=1 and z=1 changed other configurations
     committed = sum(attention[(96, 24, s)] for s in (0, 1, 2)) / sum(twin[(96, 24, s)] for s in (0, 1, 2))
-    assert rows[1][:3] == ["| (committed)", "committed", f"{committed:.4f}"] and rows[1][-4] == "6 of 10"
+    assert current[1][:3] == ["| (committed)", "committed", f"{committed:.4f}"]
     mean_ratio = (2 * a + 4 * b) / (a + b)  # the ratio of the seed means, not the mean ratio 3
-    assert rows[2][:12] == ["| x=1", "committed", f"{mean_ratio:.4f}", "0.5000", *[""] * 8]
-    assert rows[2][-4:] == ["1 of 2", f"{mean_ratio:.4f}", f"{(mean_ratio * 0.5) ** 0.5:.4f}", "3 |"]
-    assert rows[3][:4] == ["| y=1", "the same change", "", "1.2000"]
+    assert current[2][:12] == ["| x=1", "committed", f"{mean_ratio:.4f}", "0.5000", *[""] * 8]
+    assert current[2][-4:] == ["1 of 2", f"{mean_ratio:.4f}", f"{(mean_ratio * 0.5) ** 0.5:.4f}", "3 |"]
+    assert current[3][:4] == ["| y=1", "the same change", "", "1.2000"]
+
+    # the configuration before: its superseded runs against the twin's runs of the same commits (6 of
+    # 10 cells below them), and the probe of a change to it. At L=336, H=96 the twin's rerun and the
+    # runs it replaced give different ratios, so the pairing by commit shows
+    def seed_means(runs: dict, cell: tuple[int, int]) -> float:
+        return sum(runs[(*cell, s)] for s in (0, 1, 2))
+
+    then = seed_means(attention_before, (336, 96)) / seed_means(twin_before, (336, 96))
+    rerun = seed_means(attention_before, (336, 96)) / seed_means(twin, (336, 96))
+    assert f"{then:.4f}" != f"{rerun:.4f}"
+    before = seed_means(attention_before, (96, 24)) / seed_means(twin_before, (96, 24))
+    assert len(previous) == 3 and previous[1][:3] == ["| (committed)", "committed", f"{before:.4f}"]
+    assert previous[1][8] == f"{then:.4f}" and previous[1][-4] == "6 of 10"  # L=336 H=96
+    assert previous[2][:3] == ["| w=1", "committed", "3.0000"]

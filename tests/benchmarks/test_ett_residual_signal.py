@@ -31,17 +31,22 @@ def test_the_ridge_recovers_a_linear_rule_and_the_penalty_shrinks_it():
 
 def test_the_committed_records_are_the_benchmarks_own_runs():
     # each record retrains a committed run (run_config, the same seed): its own selection MSE is that
-    # run's, so the estimate is about the networks the tables show, not about other weights
+    # run's, so the estimate is about networks the tables show or showed, not about other weights.
+    # The sixth pass measured the runs of its time: the attention network's are superseded since the
+    # tenth pass (its lag scale), so a record may be a superseded run's
     records = signal.read()
     assert records, "no committed records"
-    runs = {
-        (r["network"], r["lookback"], r["horizon"], r["seed"]): r
-        for r in ett_benchmark.read_runs(ett_benchmark.RAW_RESULTS)
-        if r.get("selection_folds")
-    }
+    runs: dict[tuple, list[dict]] = {}
+    for path in (ett_benchmark.RAW_RESULTS, ett_benchmark.SUPERSEDED):
+        for r in ett_benchmark.read_runs(path):
+            if r.get("selection_folds"):
+                runs.setdefault((r["network"], r["lookback"], r["horizon"], r["seed"]), []).append(r)
     for record in records:
-        run = runs[(record["network"], record["lookback"], record["horizon"], record["seed"])]
-        assert record["selection_mse"] == pytest.approx(ett_benchmark.folds_mse(run, 2), rel=1e-4)
+        candidates = runs[(record["network"], record["lookback"], record["horizon"], record["seed"])]
+        assert any(
+            record["selection_mse"] == pytest.approx(ett_benchmark.folds_mse(run, 2), rel=1e-4)
+            for run in candidates
+        ), record
         assert set(record["ratios"]) == {str(p) for p in signal.PENALTIES}
 
 
