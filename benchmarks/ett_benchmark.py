@@ -458,16 +458,21 @@ def committed_run(network: str, lookback: int, horizon: int, seed: int) -> dict 
     return runs[-1] if runs else None
 
 
+def recorded_runs() -> list[dict]:
+    """Every run on record: the superseded ones first, then the current ones (RAW_RESULTS), so that
+    where a key repeats, the last one read is the run the tables keep."""
+    return [run for path in (SUPERSEDED, RAW_RESULTS) for run in read_runs(path)]
+
+
 def runs_by_commit(network: str, lookback: int, horizon: int, seeds: list[int]) -> dict[str, list[dict]]:
     """commit -> the runs of ``network`` at this cell made at that commit, one per seed of ``seeds``
     (RAW_RESULTS and SUPERSEDED; only commits that have every seed; where one commit has a seed twice,
     the later run, as the tables keep it): what a measurement of the runs of one time (issue 41's
     sixth to eighth passes) is checked against once a rerun replaced them."""
     found: dict[str, dict[int, dict]] = {}
-    for path in (SUPERSEDED, RAW_RESULTS):
-        for run in read_runs(path):
-            if (run["network"], run["lookback"], run["horizon"]) == (network, lookback, horizon):
-                found.setdefault(run["commit"], {})[run["seed"]] = run
+    for run in recorded_runs():
+        if (run["network"], run["lookback"], run["horizon"]) == (network, lookback, horizon):
+            found.setdefault(run["commit"], {})[run["seed"]] = run
     return {c: [runs[s] for s in seeds] for c, runs in found.items() if all(s in runs for s in seeds)}
 
 

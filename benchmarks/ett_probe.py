@@ -97,8 +97,7 @@ def base_runs(network: str, base: dict | None, commits: set[str] | None = None) 
     # on a later commit is compared with its rerun, not with the runs it superseded
     runs = [
         r
-        for path in (bench.SUPERSEDED, bench.RAW_RESULTS)
-        for r in bench.read_runs(path)
+        for r in bench.recorded_runs()
         if r["network"] == network and (commits is None or r["commit"] in commits)
     ]
     if base is None:
@@ -240,8 +239,11 @@ def configuration(network: str) -> dict:
 def configuration_without(network: str, *added: str) -> dict:
     """``network``'s configuration without the settings ``added`` (keys set since): what it was
     before they were added, as long as no other setting changed its value since."""
-    settings = {key: value for key, value in bench.NETWORKS[network].items() if key not in added}
-    return {"settings": settings, "train": bench.TRAINING.get(network, {})}
+    current = configuration(network)
+    return {
+        **current,
+        "settings": {key: value for key, value in current["settings"].items() if key not in added},
+    }
 
 
 # name -> the earlier configurations of an attention network whose probes against the network without

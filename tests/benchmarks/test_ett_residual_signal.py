@@ -37,10 +37,9 @@ def test_the_committed_records_are_the_benchmarks_own_runs():
     records = signal.read()
     assert records, "no committed records"
     runs: dict[tuple, list[dict]] = {}
-    for path in (ett_benchmark.RAW_RESULTS, ett_benchmark.SUPERSEDED):
-        for r in ett_benchmark.read_runs(path):
-            if r.get("selection_folds"):
-                runs.setdefault((r["network"], r["lookback"], r["horizon"], r["seed"]), []).append(r)
+    for r in ett_benchmark.recorded_runs():
+        if r.get("selection_folds"):
+            runs.setdefault((r["network"], r["lookback"], r["horizon"], r["seed"]), []).append(r)
     for record in records:
         candidates = runs[(record["network"], record["lookback"], record["horizon"], record["seed"])]
         assert any(
