@@ -14,18 +14,23 @@ and scored exactly as the benchmark does, except that what a forecast step retri
 another window:
 - in training, each window of a batch retrieves from another window of the same batch (the
   batches are shuffled, so a random one; a permutation with no fixed point, from a generator of
-  its own, so the batches, dropout and starting weights are the attention run's);
-- in evaluation (validation, selection, test), window j retrieves from the j-th window (cycling)
-  of the last training batch: training windows, months before any window scored.
-Its scores, its weights, its parameters and its cost are the attention's; what it adds to the
-network under it says nothing about the window being forecast. So where attention's ratio to the
-twin is within the placebo's, the ablation cannot tell attention from its presence.
+  its own, so the batches, dropout and starting weights are the attention run's). Windows overlap
+  (stride 1), so a partner's look-back can hold some of this window's future, at an offset that
+  changes with every draw; the scores are computed from this window's own states and positions,
+  never from the partner's, so they cannot find it;
+- in evaluation (validation, selection, test) it retrieves nothing, as dropout's noise is off
+  there: what is scored is the network trained beside an attention that retrieved noise.
+Its scores, weights, parameters and cost in training are the attention's; what it added there
+said nothing about the window being forecast. So the placebo against the twin is what the
+attention's presence in training does, and attention against the placebo what its retrieval
+does, in training and in the forecast.
 
 Per look-back, horizon and seed: the selection MSE (the mean of the benchmark's selection folds'
 MSEs) and every test window's loss. Test is read to report, as the ablation does: the placebo's
 window losses, pooled over seeds, are set against the twin's in the tenth pass's records
-(ett_ablation_significance.py's, of today's runs) with paired_loss_test.py. Nothing reads these
-records to choose anything.
+(ett_ablation_significance.py's, of today's runs) with paired_loss_test.py, and the attention
+network's pooled losses there against the placebo's. Nothing reads these records to choose
+anything.
 """
 
 from __future__ import annotations
@@ -67,22 +72,16 @@ def derangement(size: int, generator: torch.Generator) -> torch.Tensor:
 
 @contextmanager
 def values_from_other_windows(seed: int) -> Iterator[None]:
-    """Within it, every StepAttention retrieves another window's look-back (the module docstring)."""
+    """Within it, every StepAttention retrieves another window's look-back in training and nothing
+    in evaluation (the module docstring)."""
     generator = torch.Generator().manual_seed(seed)
-    bank: list[torch.Tensor] = []  # the last training batch's look-backs: what evaluation reads
     original = StepAttention.input_values_of
 
     def other_windows(self: StepAttention, past: torch.Tensor) -> torch.Tensor:  # (B, L, F) -> (B, L, V)
         batch = past.shape[0]
-        if self.training:
-            bank[:] = [past.detach()]
-            if batch == 1:  # no other window: nothing retrieved
-                return original(self, torch.zeros_like(past))
-            return original(self, past[derangement(batch, generator)])
-        if not bank:  # evaluated before any training step (the sanity check)
+        if not self.training or batch == 1:  # evaluation, or a batch with no other window
             return original(self, torch.zeros_like(past))
-        kept = bank[0]
-        return original(self, kept[torch.arange(batch) % kept.shape[0]])
+        return original(self, past[derangement(batch, generator)])
 
     StepAttention.input_values_of = other_windows
     try:
@@ -131,6 +130,7 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
     runs = [placebo_run(lookback, horizon, seed) for seed in seeds]
     losses = ablation.kept(np.mean([run["losses"] for run in runs], axis=0))
     test = paired.paired_test(np.array(losses), np.array(twin["losses"][TWIN]), horizon)
+    retrieval = paired.paired_test(np.array(twin["losses"][ATTENTION]), np.array(losses), horizon)
     return {
         "lookback": lookback,
         "horizon": horizon,
@@ -139,13 +139,26 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
         "test_mse": [float(run["losses"].mean()) for run in runs],
         "epochs": [run["epochs"] for run in runs],
         "losses": losses,
+        "epochs_cap": bench.EPOCHS,
         "seconds": time.perf_counter() - started,
-        **test.fields(),
+        **test.fields(),  # the placebo against the twin
+        "attention_against_placebo": retrieval.fields(),
     }
 
 
 # what the table reads of a record: a file without them stops, naming the line
-FIELDS = ("lookback", "horizon", "seeds", "selection_mse", "test_mse", "ratio", "low", "high", "p_value")
+FIELDS = (
+    "lookback",
+    "horizon",
+    "seeds",
+    "selection_mse",
+    "test_mse",
+    "ratio",
+    "low",
+    "high",
+    "p_value",
+    "attention_against_placebo",
+)
 
 
 def read(path: Path = RESULTS) -> list[dict]:
@@ -168,35 +181,46 @@ def of_means(a: list[float], b: list[float]) -> float:
     return statistics.mean(a) / statistics.mean(b)
 
 
+def tested(test: dict) -> str:
+    """A paired test's ratio, interval and p-value, as a table cell."""
+    return f"{test['ratio']:.4f} ({test['low']:.3f} to {test['high']:.3f}, p {test['p_value']:.3f})"
+
+
 def render(records: list[dict]) -> str:
     """Per look-back and horizon: the placebo against the twin on selection and on test (per seed,
-    the ratio of the seed means, the paired test), and attention against the twin beside it."""
+    and the paired test of the pooled losses), attention against the twin as the ablation has it,
+    and attention against the placebo."""
     lines = [
-        "| L | H | selection, placebo / twin per seed | ratio | attention / twin | test, placebo / twin per seed | ratio | 95% interval | p | the interval says | attention / twin, test (p) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| L | H | selection: placebo / twin per seed | ratio | attention / twin | test: placebo / twin per seed "
+        "| ratio (95% interval, p) | attention / twin (p) | attention / placebo per seed | ratio (95% interval, p) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    below = {"placebo": 0, "attention": 0}
+    counts = {"placebo below": 0, "attention below": 0, "lower": 0, "higher": 0}
     for record in sorted(records, key=lambda r: (r["lookback"], r["horizon"])):
         lookback, horizon, seeds = record["lookback"], record["horizon"], record["seeds"]
         twin_selection = committed_selection(TWIN, lookback, horizon, seeds)
         attention_selection = committed_selection(ATTENTION, lookback, horizon, seeds)
         ablated = twin_losses(lookback, horizon)
         twin_test, attention_test = ablated["test_mse"][TWIN], ablated["test_mse"][ATTENTION]
-        below["placebo"] += of_means(record["test_mse"], twin_test) < 1
-        below["attention"] += of_means(attention_test, twin_test) < 1
+        retrieval = record["attention_against_placebo"]
+        counts["placebo below"] += of_means(record["test_mse"], twin_test) < 1
+        counts["attention below"] += of_means(attention_test, twin_test) < 1
+        verdict = paired.verdict(retrieval["p_value"], retrieval["ratio"])
+        counts[verdict] = counts.get(verdict, 0) + 1
         lines.append(
             f"| {lookback} | {horizon} | {per_seed(record['selection_mse'], twin_selection)} "
             f"| {of_means(record['selection_mse'], twin_selection):.4f} "
             f"| {of_means(attention_selection, twin_selection):.4f} "
-            f"| {per_seed(record['test_mse'], twin_test)} | {of_means(record['test_mse'], twin_test):.4f} "
-            f"| {record['low']:.3f} to {record['high']:.3f} | {record['p_value']:.4f} "
-            f"| {paired.verdict(record['p_value'], record['ratio'])} "
-            f"| {of_means(attention_test, twin_test):.4f} ({ablated['p_value']:.2f}) |"
+            f"| {per_seed(record['test_mse'], twin_test)} | {tested(record)} "
+            f"| {of_means(attention_test, twin_test):.4f} (p {ablated['p_value']:.3f}) "
+            f"| {per_seed(attention_test, record['test_mse'])} | {tested(retrieval)} |"
         )
     lines.append(
-        f"\nOn test the placebo is below the twin in {below['placebo']} of {len(records)} cells, attention "
-        f"in {below['attention']} (ratio of the seed means; each cell's paired test alone, at "
-        f"{paired.LEVEL:.0%})."
+        f"\nOn test (ratio of the seed means) the placebo is below the twin in {counts['placebo below']} of "
+        f"{len(records)} cells, attention in {counts['attention below']}. Attention against the placebo, "
+        f"paired test of the pooled window losses: lower in {counts['lower']} cells, higher in "
+        f"{counts['higher']} (each cell tested alone, at {paired.LEVEL:.0%}; no correction for testing "
+        f"{len(records)})."
     )
     return "\n".join(lines)
 
