@@ -218,8 +218,8 @@ def render(records: list[dict]) -> str:
     lines.append(
         f"\nOn test (ratio of the seed means) the placebo is below the twin in {counts['placebo below']} of "
         f"{len(records)} cells, attention in {counts['attention below']}. Attention against the placebo, "
-        f"paired test of the pooled window losses: lower in {counts['lower']} cells, higher in "
-        f"{counts['higher']} (each cell tested alone, at {paired.LEVEL:.0%}; no correction for testing "
+        f"paired test of the pooled window losses: lower in {counts['lower']} of {len(records)} cells, higher "
+        f"in {counts['higher']} (each cell tested alone, at {paired.LEVEL:.0%}; no correction for testing "
         f"{len(records)})."
     )
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import ett_ablation_significance as significance  # noqa: E402
+import ett_benchmark  # noqa: E402
 import ett_placebo as placebo  # noqa: E402
 
 from forecaster.models.step_attention import StepAttention  # noqa: E402
@@ -69,3 +70,29 @@ def test_the_readme_table_is_rendered_from_the_committed_records():
     document = (REPO / "benchmarks" / "README.md").read_text()
     block = document.split(placebo.BEGIN)[1].split(placebo.END)[0]
     assert block.strip() == placebo.render(placebo.read()).strip()
+
+
+def test_in_evaluation_the_placebo_network_forecasts_without_what_its_attention_retrieves():
+    """End to end on the ablation's own network: what a forecast step retrieves reaches the forecast
+    only through ``input_values_of``, so inside the placebo the forecast does not depend on the
+    value projection, and outside it does."""
+    from forecaster.models import build_network
+
+    config = ett_benchmark.run_config(
+        96, 24, placebo.ATTENTION, 0, ett_benchmark.EPOCHS, "cpu"
+    ).forecast_config()
+    network = build_network(
+        config.model, series_features=1, calendar_features=0, horizon=24, lookback=96, season=24
+    )
+    network.eval()
+    past = torch.randn(4, 96, 1)
+    projection = network.network.attention.input_values.weight
+
+    def forecasts(scale: float) -> torch.Tensor:
+        with torch.no_grad():
+            projection.fill_(scale)
+            return network(past).mean  # (B, H)
+
+    with placebo.values_from_other_windows(seed=0):
+        assert torch.equal(forecasts(0.0), forecasts(5.0))
+    assert not torch.allclose(forecasts(0.0), forecasts(5.0))
