@@ -18,8 +18,9 @@ another window:
   (stride 1), so a partner's look-back can hold some of this window's future, at an offset that
   changes with every draw; the scores are computed from this window's own states and positions,
   never from the partner's, so they cannot find it;
-- in evaluation (validation, selection, test) it retrieves nothing, as dropout's noise is off
-  there: what is scored is the network trained beside an attention that retrieved noise.
+- in evaluation (validation, selection, test) it retrieves nothing (zeros), so no forecast carries
+  another window's look-back: what is scored is the network trained beside an attention that
+  retrieved noise.
 Its scores, weights, parameters and cost in training are the attention's; what it added there
 said nothing about the window being forecast. So the placebo against the twin is what the
 attention's presence in training does, and attention against the placebo what its retrieval

@@ -61,6 +61,10 @@ def test_the_committed_records_are_tested_against_the_ablations_twin():
             pooled / statistics.mean(twin["losses"][placebo.TWIN]), rel=1e-9
         )
         assert record["low"] < record["ratio"] < record["high"] and 0 < record["p_value"] <= 1
+        retrieval = record["attention_against_placebo"]
+        attention = statistics.mean(twin["losses"][placebo.ATTENTION])
+        assert retrieval["ratio"] == pytest.approx(attention / pooled, rel=1e-9)
+        assert retrieval["low"] < retrieval["ratio"] < retrieval["high"] and 0 < retrieval["p_value"] <= 1
     assert {(r["lookback"], r["horizon"]) for r in records} == {
         (r["lookback"], r["horizon"]) for r in significance.read(placebo.TWIN_LOSSES)
     }
