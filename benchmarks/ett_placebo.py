@@ -103,11 +103,10 @@ def placebo_run(lookback: int, horizon: int, seed: int) -> dict:
         folds = [
             evaluate(trained.predictor, prepared, split) for split in selection_splits(bench.SELECTION_FOLDS)
         ]
-        truth = prepared.windows("test", scaled=True).target()  # (N, H)
-        forecasts = bench.split_forecasts(trained.predictor, prepared, "test")  # (N, H)
+        losses = ablation.window_losses_of(trained.predictor, prepared)  # (N,)
     return {
         "selection_mse": statistics.mean(fold.metrics["model"]["rmse"] ** 2 / std**2 for fold in folds),
-        "losses": np.mean((truth - forecasts) ** 2, axis=1),  # (N,)
+        "losses": losses,
         "epochs": trained.epochs_run,
         "seconds": seconds,
     }
