@@ -64,10 +64,16 @@ def window_losses(network: str, lookback: int, horizon: int, seed: int) -> np.nd
     over its H steps, on the z-scored scale (N,), in origin order; stop unless the run is the
     committed one (``reproduced``)."""
     trained, prepared, _ = bench.retrain(network, lookback, horizon, seed)
-    truth = prepared.windows("test", scaled=True).target()  # (N, H)
-    losses = np.mean((truth - bench.split_forecasts(trained.predictor, prepared, "test")) ** 2, axis=1)
+    losses = window_losses_of(trained.predictor, prepared)
     reproduced(network, lookback, horizon, seed, float(losses.mean()))
     return losses
+
+
+def window_losses_of(predictor, prepared) -> np.ndarray:
+    """(N,): each test window's squared error, mean over its H steps, on the z-scored scale, in
+    origin order."""
+    truth = prepared.windows("test", scaled=True).target()  # (N, H)
+    return np.mean((truth - bench.split_forecasts(predictor, prepared, "test")) ** 2, axis=1)
 
 
 def reproduced(network: str, lookback: int, horizon: int, seed: int, test_mse: float) -> None:
