@@ -309,6 +309,21 @@ def measure_cells(args: argparse.Namespace, measure, read, merged, summary) -> N
         raise SystemExit(f"interrupted: {args.results} holds the cells measured before it") from None
 
 
+def cell_script(description: str, results: Path, render, measure, read, merged, summary, markers) -> None:
+    """The main of a script that measures cells and renders their records: ``cell_options``, then
+    with --render the table of --results (``render(records)``, into the README block between
+    ``markers`` with --readme), else ``measure_cells``."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    cell_options(parser, results)
+    args = parse_cell_options(parser)
+    if args.render:
+        show_table(render(records_to_render(read, args.results)), args.readme, *markers)
+        return
+    measure_cells(args, measure, read, merged, summary)
+
+
 def parse_cell_options(parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Parse ``cell_options`` (and the script's own), stopping where --readme comes without --render."""
     args = parser.parse_args()

@@ -235,17 +235,7 @@ def summary(record: dict) -> str:
 
 
 def main() -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    bench.cell_options(parser, RESULTS)
-    args = bench.parse_cell_options(parser)
-    if args.render:
-        bench.show_table(render(bench.records_to_render(read, args.results)), args.readme, BEGIN, END)
-        return
-    bench.measure_cells(args, measure, read, ablation.merged, summary)
+    bench.cell_script(__doc__, RESULTS, render, measure, read, ablation.merged, summary, (BEGIN, END))
 
 
 if __name__ == "__main__":

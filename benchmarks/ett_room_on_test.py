@@ -31,7 +31,6 @@ room is an estimate, not a bound on what attention, trained with the network, ca
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -285,16 +284,16 @@ def summary(record: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    bench.cell_script(
+        __doc__,
+        RESULTS,
+        lambda records: render(records, ablation.read()),
+        measure,
+        read,
+        merged,
+        summary,
+        (BEGIN, END),
     )
-    bench.cell_options(parser, RESULTS)
-    args = bench.parse_cell_options(parser)
-    if args.render:
-        table = render(bench.records_to_render(read, args.results), ablation.read())
-        bench.show_table(table, args.readme, BEGIN, END)
-        return
-    bench.measure_cells(args, measure, read, merged, summary)
 
 
 if __name__ == "__main__":
