@@ -165,12 +165,20 @@ def read(path: Path = RESULTS) -> list[dict]:
     return bench.read_runs(path, FIELDS)
 
 
-def committed_selection(network: str, lookback: int, horizon: int, seeds: list[int]) -> list[float]:
-    """The committed runs' selection MSE per seed, on the scale the placebo's is (mean over folds)."""
+def committed_runs(network: str, lookback: int, horizon: int, seeds: list[int]) -> list[dict]:
+    """The committed runs of ``network`` at this cell, one per seed, or a stop naming the cell."""
     runs = [bench.committed_run(network, lookback, horizon, seed) for seed in seeds]
     if any(run is None for run in runs):
         raise SystemExit(f"{network} L={lookback} H={horizon}: seeds {seeds} not all in {bench.RAW_RESULTS}")
-    return [bench.folds_mse(run, bench.SELECTION_FOLDS) for run in runs]
+    return runs
+
+
+def committed_selection(network: str, lookback: int, horizon: int, seeds: list[int]) -> list[float]:
+    """The committed runs' selection MSE per seed, on the scale the placebo's is (mean over folds)."""
+    return [
+        bench.folds_mse(run, bench.SELECTION_FOLDS)
+        for run in committed_runs(network, lookback, horizon, seeds)
+    ]
 
 
 def per_seed(a: list[float], b: list[float]) -> str:
@@ -222,7 +230,56 @@ def render(records: list[dict]) -> str:
         f"in {counts['higher']} (each cell tested alone, at {paired.LEVEL:.0%}; no correction for testing "
         f"{len(records)})."
     )
-    return "\n".join(lines)
+    return "\n".join([*lines, *by_period(records)])
+
+
+def period_ratios(lookback: int, horizon: int, seeds: list[int]) -> tuple[float, float, float]:
+    """Attention / twin MSE (ratio of the seed means of the committed runs) on selection fold 2,
+    fold 1 and test."""
+    attention, twin = (
+        committed_runs(ATTENTION, lookback, horizon, seeds),
+        committed_runs(TWIN, lookback, horizon, seeds),
+    )
+    fold2, fold1 = (
+        of_means(
+            [run["selection_folds"][k]["model"]["mse"] for run in attention],
+            [run["selection_folds"][k]["model"]["mse"] for run in twin],
+        )
+        for k in (1, 0)
+    )
+    test = of_means(
+        [run["test"]["model"]["mse"] for run in attention], [run["test"]["model"]["mse"] for run in twin]
+    )
+    return fold2, fold1, test
+
+
+def by_period(records: list[dict]) -> list[str]:
+    """Attention against the twin on each stretch of time the committed runs were scored on, oldest
+    first: whether the two selection folds, and test, put attention on the same side of the twin."""
+    lines = [
+        "",
+        "Attention / twin by stretch of time, the committed runs (ratio of the seed means): selection "
+        "fold 2 (late June to late August 2017, the rows early stopping watched), fold 1 (late August to "
+        "late October), test (late October to February; reported only).",
+        "",
+        "| L | H | fold 2 | fold 1 | test | the folds on one side |",
+        "|---|---|---|---|---|---|",
+    ]
+    agree = {"folds": 0, "fold 1": 0, "fold 2": 0}
+    for record in sorted(records, key=lambda r: (r["lookback"], r["horizon"])):
+        fold2, fold1, test = period_ratios(record["lookback"], record["horizon"], record["seeds"])
+        agree["folds"] += (fold1 < 1) == (fold2 < 1)
+        agree["fold 1"] += (fold1 < 1) == (test < 1)
+        agree["fold 2"] += (fold2 < 1) == (test < 1)
+        same = "yes" if (fold1 < 1) == (fold2 < 1) else "no"
+        lines.append(
+            f"| {record['lookback']} | {record['horizon']} | {fold2:.4f} | {fold1:.4f} | {test:.4f} | {same} |"
+        )
+    lines.append(
+        f"\nThe two folds put attention on the same side of the twin in {agree['folds']} of {len(records)} "
+        f"cells. Test is on fold 1's side in {agree['fold 1']}, on fold 2's in {agree['fold 2']}."
+    )
+    return lines
 
 
 def summary(record: dict) -> str:
