@@ -296,17 +296,26 @@ def measure_cells(args: argparse.Namespace, measure, read, merged, summary) -> N
     import torch
 
     from pipelines.cli import quiet_libraries
+    from pipelines.interrupts import INTERRUPTED_EXIT, sigint_received, watching_sigint
 
     quiet_libraries()
     torch.set_num_threads(args.threads)
     code, where = commit(), machine()
+    stopped = f"interrupted: {args.results} holds the cells measured before it"
     try:
-        for lookback, horizon in cells:
-            record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
-            write_runs(args.results, merged(read(args.results), record))
-            print(summary(record), flush=True)
+        with watching_sigint():
+            for lookback, horizon in cells:
+                record = {**measure(lookback, horizon, sorted(seeds)), "commit": code, "machine": where}
+                write_runs(args.results, merged(read(args.results), record))
+                print(summary(record), flush=True)
     except KeyboardInterrupt:
-        raise SystemExit(f"interrupted: {args.results} holds the cells measured before it") from None
+        print(stopped, file=sys.stderr)
+        raise SystemExit(INTERRUPTED_EXIT) from None
+    except SystemExit:  # Lightning answers a Ctrl-C inside fit with sys.exit(1) (pipelines/interrupts.py)
+        if not sigint_received():
+            raise
+        print(stopped, file=sys.stderr)
+        raise SystemExit(INTERRUPTED_EXIT) from None
 
 
 def cell_script(description: str, results: Path, render, measure, read, merged, summary, markers) -> None:

@@ -3,10 +3,14 @@ selection window: a network that is best on test but not on selection is not cho
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.benchmarks.rendering import render_into_readme
 
@@ -214,3 +218,37 @@ def test_the_attention_table_sets_each_attention_row_against_the_same_network_wi
         in table
     )
     assert "| seg-seq2seq-attention | 96 | 24 | no | 0.500 | 0.250 | 12.5% (4.2%) | 0.0400 | 1 |" in table
+
+
+@pytest.mark.parametrize("lightning", [False, True], ids=["raised", "lightnings-exit"])
+def test_ctrl_c_between_or_inside_a_cells_training_keeps_the_cells_before_it(tmp_path, capsys, lightning):
+    """A cell script stopped by Ctrl-C keeps the cells it finished and says so (exit 130), whether the
+    KeyboardInterrupt reaches it or Lightning, inside fit, turned it into sys.exit(1)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import ett_benchmark
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
+    results = tmp_path / "records.jsonl"
+    args = argparse.Namespace(lookbacks="96", horizons="24,48", seeds="0", threads=1, results=results)
+
+    def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
+        if horizon == 48:
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                if lightning:
+                    sys.exit(1)
+                raise
+        return {"lookback": lookback, "horizon": horizon}
+
+    def merged(records: list[dict], record: dict) -> list[dict]:
+        return [*records, record]
+
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            ett_benchmark.measure_cells(args, measure, ett_benchmark.read_runs, merged, str)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert stopped.value.code == 130
+    assert [r["horizon"] for r in ett_benchmark.read_runs(results)] == [24]
+    assert f"interrupted: {results} holds the cells measured before it" in capsys.readouterr().err
