@@ -20,7 +20,8 @@ this measures them at every cell and seed, on selection and on test.
 Per look-back, horizon and seed it retrains the committed attention run exactly (ett_benchmark's
 run_config; each run's test MSE is checked against the committed one), then scores it twice on the
 selection folds and on the test windows: as it is, and with every StepAttention retrieving nothing
-(its input values zeroed, so ``retrieved`` is 0). The twin's figures are its committed runs' (the
+(``forecaster.models.step_attention.nothing_retrieved``, so ``retrieved`` is 0; what a run of
+`forecast train` logs as ``*_attention_retrieved_mse_ratio``). The twin's figures are its committed runs' (the
 selection folds) and the tenth pass's pooled test window losses
 (ett-ablation-significance-lag-scale-10.jsonl, the same runs), against which the base's pooled
 losses are tested with paired_loss_test.py, as are the attention's against the base's.
@@ -34,12 +35,9 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ett_ablation_significance as ablation  # noqa: E402
@@ -47,7 +45,7 @@ import ett_benchmark as bench  # noqa: E402  (the benchmark's protocol, networks
 import ett_placebo as placebo  # noqa: E402  (the twin's committed figures, the table's cells)
 import paired_loss_test as paired  # noqa: E402
 
-from forecaster.models.step_attention import StepAttention  # noqa: E402
+from forecaster.models.step_attention import nothing_retrieved  # noqa: E402
 
 RESULTS = bench.REPO / "benchmarks" / "results" / "ett-decomposition.jsonl"
 BEGIN, END = (
@@ -56,21 +54,6 @@ BEGIN, END = (
 )
 ATTENTION, TWIN = ablation.ATTENTION, ablation.NONE
 FORECASTS = ("attention", "base")  # as trained; with nothing retrieved
-
-
-@contextmanager
-def nothing_retrieved() -> Iterator[None]:
-    """Within it, every StepAttention retrieves zeros: what the network under it emits, alone."""
-    original = StepAttention.input_values_of
-
-    def zeros(self: StepAttention, past: torch.Tensor) -> torch.Tensor:  # (B, L, F) -> (B, L, V)
-        return original(self, torch.zeros_like(past))
-
-    StepAttention.input_values_of = zeros
-    try:
-        yield
-    finally:
-        StepAttention.input_values_of = original
 
 
 def scored(predictor, prepared, std: float) -> dict:
@@ -93,7 +76,7 @@ def decomposed_run(lookback: int, horizon: int, seed: int) -> dict:
     trained, prepared, _ = bench.retrain(ATTENTION, lookback, horizon, seed)
     attention = scored(trained.predictor, prepared, std)
     ablation.reproduced(ATTENTION, lookback, horizon, seed, float(attention["losses"].mean()))
-    with nothing_retrieved():
+    with nothing_retrieved(trained.predictor.network):
         base = scored(trained.predictor, prepared, std)
     return {"attention": attention, "base": base}
 

@@ -1,7 +1,7 @@
 """benchmarks/ett_decomposition.py splits the ablation's attention / twin into what the retrieved term
 does (attention / base) and what training beside the attention did to the network under it (base /
-twin): the base is the attention network's own forecast with nothing retrieved, and its records are
-of the ablation's own runs."""
+twin): its records are of the ablation's own runs. The base, the network's forecast with nothing
+retrieved, is tests/forecaster/test_step_attention.py's ``nothing_retrieved``."""
 
 from __future__ import annotations
 
@@ -9,47 +9,12 @@ import statistics
 import sys
 
 import pytest
-import torch
 
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import ett_ablation_significance as significance  # noqa: E402
-import ett_benchmark  # noqa: E402
 import ett_decomposition as decomposition  # noqa: E402
-
-
-def ablation_network():
-    """The ablation's attention network, untrained, in evaluation mode."""
-    from forecaster.models import build_network
-
-    config = ett_benchmark.run_config(
-        96, 24, decomposition.ATTENTION, 0, ett_benchmark.EPOCHS, "cpu"
-    ).forecast_config()
-    network = build_network(
-        config.model, series_features=1, calendar_features=0, horizon=24, lookback=96, season=24
-    )
-    return network.eval()
-
-
-@pytest.mark.parametrize("training", [False, True])
-def test_with_nothing_retrieved_the_forecast_is_what_the_network_under_the_attention_emits(training):
-    """Inside ``nothing_retrieved`` the forecast does not depend on the value projection (so the
-    retrieved term is 0) and equals the forecast with that projection at 0; outside it, it does."""
-    network = ablation_network().train(training)
-    past = torch.randn(4, 96, 1)
-    projection = network.network.attention.input_values.weight
-
-    def forecasts(scale: float) -> torch.Tensor:
-        torch.manual_seed(0)  # the same dropout in training mode
-        with torch.no_grad():
-            projection.fill_(scale)
-            return network(past).mean  # (B, H)
-
-    emitted = forecasts(0.0)
-    with decomposition.nothing_retrieved():
-        assert torch.equal(forecasts(5.0), emitted)
-    assert not torch.allclose(forecasts(5.0), emitted)
 
 
 def test_the_committed_records_are_the_ablations_runs_split_in_two():
@@ -84,3 +49,30 @@ def test_the_readme_table_is_rendered_from_the_committed_records():
     document = (REPO / "benchmarks" / "README.md").read_text()
     block = document.split(decomposition.BEGIN)[1].split(decomposition.END)[0]
     assert block.strip() == decomposition.render(decomposition.read()).strip()
+
+
+def test_the_table_counts_each_factor_on_the_side_it_falls():
+    """A cell whose retrieved term lowers its network's forecast (attention below base) and whose
+    network under it is above the twin, on selection and on test, is counted so, and its ratios
+    are the table's."""
+    lookback, horizon, seeds = 96, 24, [0, 1, 2]
+    twin_selection = decomposition.placebo.committed_selection(decomposition.TWIN, lookback, horizon, seeds)
+    twin_test = decomposition.placebo.twin_losses(lookback, horizon)["test_mse"][decomposition.TWIN]
+    base = {"selection": [x * 1.02 for x in twin_selection], "test": [x * 1.03 for x in twin_test]}
+    record = {
+        "lookback": lookback,
+        "horizon": horizon,
+        "seeds": seeds,
+        "selection_mse": {"base": base["selection"], "attention": [x * 0.99 for x in base["selection"]]},
+        "test_mse": {"base": base["test"], "attention": [x * 0.98 for x in base["test"]]},
+        "base_against_twin": {"ratio": 1.03, "p_value": 0.5},
+        "attention_against_base": {"ratio": 0.98, "p_value": 0.5},
+    }
+    table = decomposition.render([record])
+    row = table.splitlines()[2].split(" | ")
+    assert [row[2], row[3], row[4], row[5]] == ["1.0098", "0.9900", "1.0200", "1.0094"]
+    assert "0.9800 / 0.9800 / 0.9800" in table and "1.0300 / 1.0300 / 1.0300" in table
+    assert (
+        "lowers the attention network's own forecast in 1 of 1 cells on selection and 1 on test; the "
+        "network under it is above the twin in 1 on selection and 1 on test"
+    ) in " ".join(table.split())
