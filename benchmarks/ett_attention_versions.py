@@ -3,8 +3,9 @@
 
     .venv/bin/python benchmarks/ett_attention_versions.py [--readme benchmarks/README.md]
 
-Issue 41's passes changed the segment seq2seq's attention five times and reran the ablation each
-time, with the network without attention (the twin) run at the same commit and on the same machine;
+Issue 41's passes reran the ablation with five versions of the segment seq2seq's attention (the
+fifth pass's extra loss was adopted by mistake and reverted, but its runs were made as the others),
+each with the network without attention (the twin) run at the same commit and on the same machine;
 the runs a rerun replaced are kept (ett-runs-superseded.jsonl, and the fifth pass's runs with the
 extra loss in ett-runs-base-loss.jsonl, set against the third pass's twin as that pass did). One
 ablation says, per cell, whether the mean over 3 seeds is below the twin. Read together, the

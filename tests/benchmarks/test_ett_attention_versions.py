@@ -33,8 +33,11 @@ def test_a_version_counts_the_seeds_below_its_own_twin_on_the_folds_mean_and_on_
         run(versions.ATTENTION, "a1", 1, (1.0, 5.0), 3.0),  # 3.0 against 2.0: above; test below
         run(versions.TWIN, "t1", 1, (1.0, 3.0), 4.0),
         run(versions.TWIN, "t2", 1, (9.0, 9.0), 0.5),  # another commit's twin: not its own
+        # fold 1 alone (1.0 against 1.5) would say below; the two folds' mean (2.0 against 1.5) above
+        run(versions.ATTENTION, "a1", 2, (1.0, 3.0), 1.0),
+        run(versions.TWIN, "t1", 2, (1.5, 1.5), 1.0),  # test equal: not below
     ]
-    assert versions.version_below(version, 96, 24, recorded) == versions.Below(selection=1, test=1, seeds=2)
+    assert versions.version_below(version, 96, 24, recorded) == versions.Below(selection=1, test=1, seeds=3)
     assert versions.version_below(version, 96, 48, recorded) is None  # no runs at that cell
     without_a_twin = [r for r in recorded if (r["network"], r["seed"]) != (versions.TWIN, 1)]
     assert versions.version_below(version, 96, 24, without_a_twin) is None
