@@ -15,6 +15,7 @@ from forecaster.data.datamodule import Prepared, PreparedPanel, PreparedSeries
 from forecaster.data.frequency import seasonal_period
 from forecaster.data.windows import SeriesWindows
 from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
+from forecaster.models.step_attention import nothing_retrieved
 from forecaster.predictor import Predictor
 
 MODEL = "model"
@@ -28,6 +29,24 @@ def example_windows(windows: int, count: int) -> np.ndarray:
     """Indices of ``count`` evenly spaced windows out of ``windows``: plots then show the whole
     period, not its first day."""
     return np.linspace(0, windows - 1, num=min(count, windows)).astype(int)
+
+
+@dataclass(frozen=True)
+class RetrievalEffect:
+    """What an attention model's retrieved term does to its own forecast on a split's windows: the
+    MSE of its forecasts, and of the same network's with nothing retrieved (``nothing_retrieved``).
+    A heat map shows where each forecast step reads; this says whether what it reads lowers the
+    error. On ETTh1 the network trained beside the attention leans on it less or more from one
+    horizon to the next, so the two can part (benchmarks/README.md, issue 41's twelfth pass)."""
+
+    mse: float
+    mse_without: float
+    windows: int
+
+    @property
+    def ratio(self) -> float:
+        """MSE with / without what the attention retrieves: below 1 where it lowers the error."""
+        return self.mse / self.mse_without
 
 
 @dataclass
@@ -49,6 +68,9 @@ class Evaluation:
     # and their mean weight by lag (lag 1 first; forecaster/alignment.py)
     alignment: AlignmentMetrics | None = None
     attention_by_lag: np.ndarray | None = None
+    # attention models with a StepAttention run by torch: the retrieved term's effect on every
+    # window of the split (``RetrievalEffect``)
+    retrieval: RetrievalEffect | None = None
     intervals: dict[float, dict[str, Any]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
     per_series: dict[str, Evaluation] = field(default_factory=dict)  # a panel's, by series id
@@ -146,6 +168,7 @@ def score(
     observed = Observed()
     if examples and predictor.has_attention and len(past):
         observed = observe_attention(predictor, given, period)
+        observed.retrieval = retrieval_effect(predictor, given, mean, actual)
     past_target = past[:, :, 0]  # (N, L)
     forecasts = {MODEL: mean, **baseline_forecasts(past_target, windows.horizon, period)}
     scale = training_mase_scale(prepared)
@@ -167,6 +190,7 @@ def score(
         attention_windows=observed.windows,
         alignment=observed.alignment,
         attention_by_lag=observed.by_lag,
+        retrieval=observed.retrieval,
         intervals=intervals,
         quantiles=quantiles,
     )
@@ -180,6 +204,7 @@ class Observed:
     windows: np.ndarray | None = None  # (k,) their indices
     alignment: AlignmentMetrics | None = None
     by_lag: np.ndarray | None = None  # (H + L - 1,)
+    retrieval: RetrievalEffect | None = None
 
 
 def observe_attention(predictor: Predictor, given: SplitWindows, period: int) -> Observed:
@@ -199,6 +224,25 @@ def observe_attention(predictor: Predictor, given: SplitWindows, period: int) ->
         windows=sample[shown],
         alignment=alignment_metrics(weights, period),
         by_lag=mean_weight_by_lag(weights),
+    )
+
+
+def retrieval_effect(
+    predictor: Predictor, given: SplitWindows, mean: np.ndarray, actual: np.ndarray
+) -> RetrievalEffect | None:
+    """The MSE of ``mean`` (N, H), the predictor's forecasts of ``given``, beside that of its
+    forecasts with nothing retrieved; None where its network has no StepAttention (the `states`
+    layout) or runs outside torch (an ONNX graph has no switch to turn the retrieval off)."""
+    if predictor.runtime.name != "torch":
+        return None
+    with nothing_retrieved(predictor.network) as switched:
+        if not switched:
+            return None
+        without = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids).mean
+    return RetrievalEffect(
+        mse=float(np.mean((actual - mean) ** 2)),
+        mse_without=float(np.mean((actual - without) ** 2)),
+        windows=len(actual),
     )
 
 
@@ -249,6 +293,7 @@ def pool(per_series: dict[str, Evaluation]) -> Evaluation:
         attention_windows=first.attention_windows,
         alignment=first.alignment,
         attention_by_lag=first.attention_by_lag,
+        retrieval=first.retrieval,  # the first series', as its examples
         intervals=intervals,
         quantiles=quantiles,
         per_series=per_series,

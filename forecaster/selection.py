@@ -23,7 +23,7 @@ import numpy as np
 
 from forecaster.data.datamodule import Prepared
 from forecaster.data.splitting import selection_splits
-from forecaster.evaluation import Evaluation, evaluate
+from forecaster.evaluation import Evaluation, RetrievalEffect, evaluate
 from forecaster.predictor import Predictor
 
 
@@ -39,6 +39,18 @@ def mean_of(values: list) -> float | np.ndarray:
     """The mean of floats, or the element-wise mean of equal-shaped arrays."""
     mean = np.mean(np.stack([np.asarray(v, dtype=float) for v in values]), axis=0)
     return float(mean) if mean.ndim == 0 else mean
+
+
+def fold_retrieval(effects: list[RetrievalEffect | None]) -> RetrievalEffect | None:
+    """The folds' retrieval effects as one: each MSE the unweighted mean over folds, as every
+    metric here is."""
+    if any(effect is None for effect in effects):
+        return None
+    return RetrievalEffect(
+        mse=float(np.mean([e.mse for e in effects])),
+        mse_without=float(np.mean([e.mse_without for e in effects])),
+        windows=sum(e.windows for e in effects),
+    )
 
 
 def fold_mean(folds: list[Evaluation]) -> Evaluation:
@@ -69,6 +81,7 @@ def fold_mean(folds: list[Evaluation]) -> Evaluation:
         attention_windows=None if latest.attention_windows is None else latest.attention_windows + offset,
         alignment=latest.alignment,  # the selection period's, as its examples
         attention_by_lag=latest.attention_by_lag,
+        retrieval=fold_retrieval([fold.retrieval for fold in folds]),
         intervals={
             level: {key: mean_of([f.intervals[level][key] for f in folds]) for key in result}
             for level, result in latest.intervals.items()

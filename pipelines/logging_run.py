@@ -152,6 +152,7 @@ def log_evaluation(
             metrics[f"selection_skill_vs_{baseline}"] = selection.skill("mae", baseline)
     metrics["test_windows"] = test.windows
     metrics.update(alignment_metrics(test))
+    metrics.update(retrieval_metrics(test, selection))
     for level, result in test.intervals.items():
         percent = round(100 * level)
         metrics[f"test_coverage_{percent}"] = result["coverage"]
@@ -196,6 +197,24 @@ def alignment_metrics(test: Evaluation) -> dict[str, float]:
     measured = test.alignment.as_dict()
     names = ("entropy", "row_distance", "seasonal_share", "seasonal_share_uniform")
     return {f"test_attention_{n}": measured[n] for n in names if np.isfinite(measured[n])}
+
+
+def retrieval_ratios(test: Evaluation, selection: Evaluation) -> dict[str, float]:
+    """An attention model's MSE with / without what its attention retrieves (forecaster/evaluation.py,
+    ``RetrievalEffect``), by split: "selection", which a choice may read, and "test", reported
+    only; below 1 where what the attention retrieves lowers the error. Empty for other models."""
+    return {
+        split: evaluation.retrieval.ratio
+        for split, evaluation in (("selection", selection), ("test", test))
+        if evaluation.retrieval is not None
+    }
+
+
+def retrieval_metrics(test: Evaluation, selection: Evaluation) -> dict[str, float]:
+    """``retrieval_ratios`` as run metrics: ``selection_attention_retrieved_mse_ratio`` and
+    ``test_attention_retrieved_mse_ratio``."""
+    ratios = retrieval_ratios(test, selection)
+    return {f"{split}_attention_retrieved_mse_ratio": ratio for split, ratio in ratios.items()}
 
 
 def comparison_csv(test: Evaluation, selection: Evaluation) -> str:

@@ -32,6 +32,9 @@ class TrainingOutcome:
     model_metadata: dict[str, Any] | None = field(default=None, repr=False)  # the logged model's
     # attention models: the alignment of test windows' weights (forecaster/alignment.py), reported only
     alignment: dict[str, float] | None = None
+    # attention models: MSE with / without what the attention retrieves, "selection" and "test"
+    # (forecaster/evaluation.py, ``RetrievalEffect``; test reported only)
+    retrieval: dict[str, float] | None = None
     # the fit alone (``seconds``: the whole run, evaluation and logging too); benchmarks/ett_benchmark.py
     # reads it
     train_seconds: float = 0.0
@@ -50,5 +53,6 @@ class TrainingOutcome:
             "selection_metrics": self.selection_metrics,
             "intervals": self.intervals,
             **({"alignment": self.alignment} if self.alignment else {}),
+            **({"attention_retrieved_mse_ratio": self.retrieval} if self.retrieval else {}),
             **({"per_series": self.per_series} if self.per_series else {}),
         }

@@ -105,8 +105,15 @@ def attention_heatmaps(evaluation: Evaluation, title: str) -> Figure | None:
         fig.colorbar(image, ax=ax, fraction=0.046)
     if evaluation.attention_by_lag is not None:
         lag_profile(axes[0, -1], evaluation, lookback)
-    alignment = evaluation.alignment
-    fig.suptitle(title if alignment is None else f"{title}\n{alignment.title()}", fontsize=10)
+    lines = [title]
+    if evaluation.alignment is not None:
+        lines.append(evaluation.alignment.title())
+    if evaluation.retrieval is not None:
+        lines.append(
+            f"MSE with / without what the attention retrieves: {evaluation.retrieval.ratio:.3f} "
+            f"(below 1: it lowers the error), {evaluation.retrieval.windows} windows"
+        )
+    fig.suptitle("\n".join(lines), fontsize=10)
     fig.tight_layout()
     return fig
 

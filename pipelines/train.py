@@ -35,6 +35,7 @@ from pipelines.logging_run import (
     log_evaluation,
     log_pyfunc_model,
     per_series_json,
+    retrieval_ratios,
 )
 from pipelines.outcome import TrainingOutcome
 from pipelines.progress import EpochProgress
@@ -229,6 +230,7 @@ def record_stage(
         epochs=trained.epochs_run,
         train_seconds=trained.seconds,
         alignment=None if test.alignment is None else test.alignment.as_dict(),
+        retrieval=retrieval_ratios(test, selection) or None,
         test_forecasts=test.forecasts[MODEL],
         per_series=per_series_json(test),
         intervals={

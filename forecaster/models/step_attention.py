@@ -46,6 +46,8 @@ choose between, say, the last few hours and the same hour on earlier days; sever
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -197,6 +199,9 @@ class StepAttention(nn.Module):
         if values_start_at_zero:
             for parameter in self.values_parameters():
                 nn.init.zeros_(parameter)
+        # False inside ``nothing_retrieved``: every step's value is 0, so the forecast is the
+        # network's without what its attention adds (a plain attribute: not saved, not exported)
+        self.retrieving = True
 
     def values_parameters(self) -> list[nn.Parameter]:
         """The projections of what a step retrieves: those the `lags` layout starts at zero."""
@@ -205,7 +210,8 @@ class StepAttention(nn.Module):
 
     def input_values_of(self, past: torch.Tensor) -> torch.Tensor:
         """(B, L, F+K+...) -> (B, L, V): what a look-back step's own inputs add to its value."""
-        return self.input_values(self.retrieved_inputs(past))
+        values = self.input_values(self.retrieved_inputs(past))  # (B, L, V)
+        return values if self.retrieving else torch.zeros_like(values)
 
     def retrieved_inputs(self, past: torch.Tensor) -> torch.Tensor:
         """(B, L, F+K+...) -> the inputs a look-back step's value holds: all of them, or all but the
@@ -218,8 +224,10 @@ class StepAttention(nn.Module):
 
     def state_values_of(self, encoded: torch.Tensor) -> torch.Tensor | None:
         """(B, L/w, C) -> (B, L/w, V): what an encoder state adds to its steps' values; None
-        where the values are the inputs alone."""
-        return None if self.state_values is None else self.state_values(encoded)
+        where the values are the inputs alone or nothing is retrieved."""
+        if self.state_values is None or not self.retrieving:
+            return None
+        return self.state_values(encoded)
 
     def position_scores(self) -> torch.Tensor:
         forecast, lookback = self.positions()  # (H, P), (L, P)
@@ -277,3 +285,22 @@ class StepAttention(nn.Module):
         weights = torch.softmax(scores, dim=-1).mean(dim=1)  # (B, L), sums to 1
         context = torch.bmm(weights.unsqueeze(1), keys.values).squeeze(1)  # (B, V)
         return context, weights
+
+
+@contextmanager
+def nothing_retrieved(network: nn.Module) -> Iterator[bool]:
+    """Within it, every StepAttention of ``network`` retrieves zeros, so the network forecasts
+    without what its attention adds: the direct decoder emits what the network under the attention
+    emits alone, the step-by-step decoder's RNN reads a zero context. A forecast inside it against
+    one outside tells whether the attention's own term lowers the network's error, which its weights
+    alone cannot say (forecaster/evaluation.py, ``RetrievalEffect``). Yields whether ``network``
+    has any StepAttention (the `states` layout's has none: nothing changes)."""
+    layers = [module for module in network.modules() if isinstance(module, StepAttention)]
+    before = [layer.retrieving for layer in layers]  # restored as they were: it may be nested
+    for layer in layers:
+        layer.retrieving = False
+    try:
+        yield bool(layers)
+    finally:
+        for layer, retrieving in zip(layers, before, strict=True):
+            layer.retrieving = retrieving

@@ -17,7 +17,13 @@ from forecaster.models import build_network
 from forecaster.models.lag_scores import LAG_SCORE_SCALE, LagScores
 from forecaster.models.output import Forecast
 from forecaster.models.seq2seq import Seq2SeqForecaster
-from forecaster.models.step_attention import Alignment, mix, per_forecast_step, segment_softmax
+from forecaster.models.step_attention import (
+    Alignment,
+    mix,
+    nothing_retrieved,
+    per_forecast_step,
+    segment_softmax,
+)
 from forecaster.predictor import META_FILE, Prediction, Predictor
 
 B, L, H, F, K, W, M = 4, 12, 8, 2, 3, 4, 3  # windows, look-back, horizon, series, calendar, segment, heads
@@ -520,3 +526,38 @@ def test_a_lags_model_saved_before_the_lag_scale_setting_keeps_the_scale_it_was_
     loaded = loaded_as_saved_before(tmp_path / "lags", "attention_lag_scale")
     assert loaded.network.network.attention.lags.scale == 100.0
     forecasts_as_before(before, loaded)
+
+
+@pytest.mark.parametrize(
+    ("decoder", "segment", "retrieved"),
+    [("direct", W, "inputs"), ("direct", W, "states_and_inputs"), ("autoregressive", 0, "states_and_inputs")],
+)
+def test_with_nothing_retrieved_the_forecast_is_the_one_whose_values_are_zero(decoder, segment, retrieved):
+    """Inside ``nothing_retrieved`` every step retrieves 0, encoder states included: the forecast is
+    that of the same network with its value projections at 0, whatever they hold, and outside it
+    the network forecasts as before."""
+    network = seq2seq(decoder, segment, attention_layout="lags", attention_values=retrieved).eval()
+    for parameter in network.attention.values_parameters():
+        torch.nn.init.normal_(parameter)  # the `lags` layout starts them at 0
+    past, future = inputs()
+    with torch.no_grad():
+        forecast = network(past, future).mean
+        with nothing_retrieved(network) as switched:
+            without = network(past, future).mean
+            with nothing_retrieved(network):  # nested, as an evaluation inside it nests it
+                pass
+            torch.testing.assert_close(network(past, future).mean, without)
+        assert switched and torch.equal(network(past, future).mean, forecast)
+        for parameter in network.attention.values_parameters():
+            parameter.zero_()
+        torch.testing.assert_close(without, network(past, future).mean)
+    assert not torch.allclose(without, forecast)
+
+
+def test_nothing_retrieved_changes_nothing_in_a_network_without_step_attention():
+    network = seq2seq("autoregressive", 0, attention_layout="states").eval()
+    past, future = inputs()
+    with torch.no_grad():
+        forecast = network(past, future).mean
+        with nothing_retrieved(network) as switched:
+            assert not switched and torch.equal(network(past, future).mean, forecast)

@@ -57,6 +57,13 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     expected = {"plots/forecast_vs_actual.png", "plots/error_by_step.png"}
     if family == "seq2seq-attention":
         expected.add("plots/attention.png")
+        ratios = result["attention_retrieved_mse_ratio"]  # the retrieved term against none
+        assert sorted(ratios) == ["selection", "test"] and all(r > 0 for r in ratios.values())
+        for split, ratio in ratios.items():
+            assert metrics[f"{split}_attention_retrieved_mse_ratio"] == pytest.approx(ratio)
+    else:
+        assert "attention_retrieved_mse_ratio" not in result
+        assert "test_attention_retrieved_mse_ratio" not in metrics
     assert plots == expected
     version = client.get_model_version_by_alias("tiny", "champion")
     assert str(version.version) == result["registered_version"]
