@@ -564,6 +564,8 @@ def run_record(
         "data_settings": DATA.get(plan.network, {}),
         "train_seconds": outcome.train_seconds,  # the fit alone; ``seconds`` is the whole run
         "alignment": outcome.alignment,  # attention models, on 64 test windows (reported only)
+        # attention models: MSE with / without what the attention retrieves, selection and test
+        "retrieval": outcome.retrieval,
     }
 
 
