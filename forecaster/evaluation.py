@@ -17,6 +17,7 @@ from forecaster.data.windows import SeriesWindows
 from forecaster.metrics import all_metrics, per_step_mae, seasonal_naive_scale
 from forecaster.models.step_attention import nothing_retrieved
 from forecaster.predictor import Predictor
+from forecaster.runtime import TorchNetwork
 
 MODEL = "model"
 ATTENTION_EXAMPLES = 3  # windows whose attention weights an evaluation keeps (the heat map's)
@@ -33,11 +34,11 @@ def example_windows(windows: int, count: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RetrievalEffect:
-    """What an attention model's retrieved term does to its own forecast on a split's windows: the
-    MSE of its forecasts, and of the same network's with nothing retrieved (``nothing_retrieved``).
-    A heat map shows where each forecast step reads; this says whether what it reads lowers the
-    error. On ETTh1 the network trained beside the attention leans on it less or more from one
-    horizon to the next, so the two can part (benchmarks/README.md, issue 41's twelfth pass)."""
+    """What a residual attention's retrieved term (``Predictor.attention_is_residual``) does to its
+    own forecast on a split's windows: the MSE of its forecasts, and of the same network's with
+    nothing retrieved (``nothing_retrieved``). A heat map shows where each forecast step reads; this
+    says whether what it reads lowers the error. On ETTh1 the two can part (benchmarks/README.md,
+    issue 41's twelfth pass)."""
 
     mse: float
     mse_without: float
@@ -47,6 +48,29 @@ class RetrievalEffect:
     def ratio(self) -> float:
         """MSE with / without what the attention retrieves: below 1 where it lowers the error."""
         return self.mse / self.mse_without
+
+    @classmethod
+    def of(cls, actual: np.ndarray, mean: np.ndarray, without: np.ndarray) -> RetrievalEffect:
+        """From the actuals (N, H) and both forecasts of the same windows."""
+        return cls(
+            mse=float(np.mean((actual - mean) ** 2)),
+            mse_without=float(np.mean((actual - without) ** 2)),
+            windows=len(actual),
+        )
+
+    @classmethod
+    def pooled(cls, parts: list[RetrievalEffect | None]) -> RetrievalEffect | None:
+        """The effect over all the parts' windows together (a panel's series), as its pooled
+        metrics are; a part without windows has none; None where no part has one."""
+        parts = [part for part in parts if part is not None]
+        windows = sum(part.windows for part in parts)
+        if windows == 0:
+            return None
+        return cls(
+            mse=sum(part.mse * part.windows for part in parts) / windows,
+            mse_without=sum(part.mse_without * part.windows for part in parts) / windows,
+            windows=windows,
+        )
 
 
 @dataclass
@@ -68,8 +92,8 @@ class Evaluation:
     # and their mean weight by lag (lag 1 first; forecaster/alignment.py)
     alignment: AlignmentMetrics | None = None
     attention_by_lag: np.ndarray | None = None
-    # attention models with a StepAttention run by torch: the retrieved term's effect on every
-    # window of the split (``RetrievalEffect``)
+    # residual attention models, where asked (``evaluate(retrieval=True)``): the retrieved term's
+    # effect on every window of the split, a panel's members pooled (``RetrievalEffect``)
     retrieval: RetrievalEffect | None = None
     intervals: dict[float, dict[str, Any]] = field(default_factory=dict)  # level -> coverage
     quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # level -> (N, H)
@@ -81,12 +105,16 @@ class Evaluation:
         return 1.0 - self.metrics[MODEL][metric] / self.metrics[baseline][metric]
 
 
-def evaluate(predictor: Predictor, prepared: Prepared, split: str = "test") -> Evaluation:
+def evaluate(
+    predictor: Predictor, prepared: Prepared, split: str = "test", retrieval: bool = False
+) -> Evaluation:
     """One series' evaluation, or a panel's: each series scored alone (``per_series``), and the
-    windows of all pooled, MASE being the mean over series (``mase_median`` beside it)."""
+    windows of all pooled, MASE being the mean over series (``mase_median`` beside it).
+    ``retrieval``: a residual attention model's ``RetrievalEffect`` too, which costs one more pass
+    over the windows: asked for only where it is reported (a run's test and selection scores)."""
     if isinstance(prepared, PreparedPanel):
-        return evaluate_panel(predictor, prepared, split)
-    return evaluate_series(predictor, prepared, split)
+        return evaluate_panel(predictor, prepared, split, retrieval=retrieval)
+    return evaluate_series(predictor, prepared, split, retrieval)
 
 
 @dataclass
@@ -109,14 +137,23 @@ class SplitWindows:
         return cls(part, windows, past, times, windows.future_covariates(), ids)
 
 
-def evaluate_series(predictor: Predictor, prepared: PreparedSeries, split: str = "test") -> Evaluation:
+def evaluate_series(
+    predictor: Predictor, prepared: PreparedSeries, split: str = "test", retrieval: bool = False
+) -> Evaluation:
     given = SplitWindows.of(predictor, prepared, split)
     prediction = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids)
-    return score(predictor, given, split, prediction.mean, prediction.quantiles, examples=True)
+    without = None
+    if retrieval:
+        without = forecasts_without_retrieval(predictor, given.past, given.times, given.future, given.ids)
+    return score(predictor, given, split, prediction.mean, prediction.quantiles, True, without)
 
 
 def evaluate_panel(
-    predictor: Predictor, prepared: PreparedPanel, split: str, windows_per_call: int = 8192
+    predictor: Predictor,
+    prepared: PreparedPanel,
+    split: str,
+    windows_per_call: int = 8192,
+    retrieval: bool = False,
 ) -> Evaluation:
     """Every member's windows, forecast ``windows_per_call`` at a time across members (one call
     per member cost thousands of calls on a large panel), each member scored on its slice."""
@@ -127,19 +164,27 @@ def evaluate_panel(
         if not pending:
             return
         parts = [given for _, given in pending]
-        prediction = predictor.predict(
-            np.concatenate([g.past for g in parts]),
-            None if parts[0].times is None else np.concatenate([g.times for g in parts]),
-            future=None if parts[0].future is None else np.concatenate([g.future for g in parts]),
-            series_ids=[i for g in parts for i in g.ids or []] or None,
-        )
+        past = np.concatenate([g.past for g in parts])
+        times = None if parts[0].times is None else np.concatenate([g.times for g in parts])
+        future = None if parts[0].future is None else np.concatenate([g.future for g in parts])
+        ids = [i for g in parts for i in g.ids or []] or None
+        prediction = predictor.predict(past, times, future=future, series_ids=ids)
+        without = forecasts_without_retrieval(predictor, past, times, future, ids) if retrieval else None
         at = 0
         for key, given in pending:
             rows = slice(at, at + len(given.past))
             at = rows.stop
             quantiles = {q: bound[rows] for q, bound in prediction.quantiles.items()}
             # the pooled attention examples are the first series' (pool keeps its order)
-            per_series[key] = score(predictor, given, split, prediction.mean[rows], quantiles, not per_series)
+            per_series[key] = score(
+                predictor,
+                given,
+                split,
+                prediction.mean[rows],
+                quantiles,
+                not per_series,
+                without=None if without is None else without[rows],
+            )
         pending.clear()
 
     waiting = 0
@@ -160,15 +205,16 @@ def score(
     mean: np.ndarray,
     quantiles: dict[float, np.ndarray],
     examples: bool,
+    without: np.ndarray | None = None,
 ) -> Evaluation:
-    """One series' forecasts against its actuals and the baselines of the same windows."""
+    """One series' forecasts against its actuals and the baselines of the same windows; ``without``
+    (N, H): the same network's forecasts with nothing retrieved, for its ``RetrievalEffect``."""
     prepared, windows, past = given.part, given.windows, given.past
     actual = windows.target()  # (N, H)
     period = seasonal_period(prepared.series.frequency)
     observed = Observed()
     if examples and predictor.has_attention and len(past):
         observed = observe_attention(predictor, given, period)
-        observed.retrieval = retrieval_effect(predictor, given, mean, actual)
     past_target = past[:, :, 0]  # (N, L)
     forecasts = {MODEL: mean, **baseline_forecasts(past_target, windows.horizon, period)}
     scale = training_mase_scale(prepared)
@@ -190,7 +236,7 @@ def score(
         attention_windows=observed.windows,
         alignment=observed.alignment,
         attention_by_lag=observed.by_lag,
-        retrieval=observed.retrieval,
+        retrieval=None if without is None or not len(actual) else RetrievalEffect.of(actual, mean, without),
         intervals=intervals,
         quantiles=quantiles,
     )
@@ -204,7 +250,6 @@ class Observed:
     windows: np.ndarray | None = None  # (k,) their indices
     alignment: AlignmentMetrics | None = None
     by_lag: np.ndarray | None = None  # (H + L - 1,)
-    retrieval: RetrievalEffect | None = None
 
 
 def observe_attention(predictor: Predictor, given: SplitWindows, period: int) -> Observed:
@@ -227,23 +272,26 @@ def observe_attention(predictor: Predictor, given: SplitWindows, period: int) ->
     )
 
 
-def retrieval_effect(
-    predictor: Predictor, given: SplitWindows, mean: np.ndarray, actual: np.ndarray
-) -> RetrievalEffect | None:
-    """The MSE of ``mean`` (N, H), the predictor's forecasts of ``given``, beside that of its
-    forecasts with nothing retrieved; None where its network has no StepAttention (the `states`
-    layout) or runs outside torch (an ONNX graph has no switch to turn the retrieval off)."""
-    if predictor.runtime.name != "torch":
+def forecasts_without_retrieval(
+    predictor: Predictor,
+    past: np.ndarray,
+    times: np.ndarray | None,
+    future: np.ndarray | None,
+    ids: list[str | None] | None,
+) -> np.ndarray | None:
+    """(N, H): a residual attention model's forecasts of these windows (``Predictor.predict``'s
+    arguments) with nothing retrieved (``nothing_retrieved``), or None for any other model. Run by
+    torch whatever runs the model (an ONNX graph has no switch; its export was verified against
+    torch when it was made)."""
+    if not predictor.attention_is_residual:
         return None
-    with nothing_retrieved(predictor.network) as switched:
-        if not switched:
-            return None
-        without = predictor.predict(given.past, given.times, future=given.future, series_ids=given.ids).mean
-    return RetrievalEffect(
-        mse=float(np.mean((actual - mean) ** 2)),
-        mse_without=float(np.mean((actual - without) ** 2)),
-        windows=len(actual),
-    )
+    runtime = predictor.runtime
+    predictor.runtime = TorchNetwork(predictor.network)
+    try:
+        with nothing_retrieved(predictor.network):
+            return predictor.predict(past, times, future=future, series_ids=ids).mean
+    finally:
+        predictor.runtime = runtime
 
 
 def training_mase_scale(prepared: PreparedSeries) -> float:
@@ -293,7 +341,7 @@ def pool(per_series: dict[str, Evaluation]) -> Evaluation:
         attention_windows=first.attention_windows,
         alignment=first.alignment,
         attention_by_lag=first.attention_by_lag,
-        retrieval=first.retrieval,  # the first series', as its examples
+        retrieval=RetrievalEffect.pooled([part.retrieval for part in parts]),
         intervals=intervals,
         quantiles=quantiles,
         per_series=per_series,

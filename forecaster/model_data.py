@@ -71,16 +71,18 @@ def evaluate_model(
     data: DataConfig,
     table: pd.DataFrame | None = None,
     splits: tuple[str, ...] = SPLITS,
+    retrieval: bool = False,
 ) -> tuple[ForecastConfig, list[Evaluation]]:
     """The model on ``data`` (or ``table``, read by its settings), split as in training, every
     window of each split; the selection score over the model's own k folds (a model saved before
-    the field existed: the default)."""
+    the field existed: the default). ``retrieval``: the test and selection scores with an
+    attention model's retrieved term against none, as `forecast train` logs them."""
     config = config_with_data(predictor, data)
     prepared = prepare(load_from_config(config.data, table=table), config)
     folds = config.split.folds
     return config, [
-        evaluate_selection(predictor, prepared, folds)
+        evaluate_selection(predictor, prepared, folds, retrieval)
         if split == "selection"
-        else evaluate(predictor, prepared, split)
+        else evaluate(predictor, prepared, split, retrieval and split == "test")
         for split in splits
     ]

@@ -140,6 +140,17 @@ class Predictor:
         model = self.config.model
         return model.architecture == "seq2seq" and model.attention != "none"
 
+    @property
+    def attention_is_residual(self) -> bool:
+        """Its forecast is the network without attention's plus what the attention retrieves,
+        which starts at zero (the direct decoder in the `lags` layout): so the same network with
+        nothing retrieved is a forecast it was trained around, and the two can be compared
+        (forecaster/evaluation.py, ``RetrievalEffect``). The step-by-step decoder's RNN, and the
+        `steps` layout's output, read what is retrieved as an input: zeroing it knocks out part of
+        the network instead."""
+        model = self.config.model
+        return self.has_attention and model.decoder == "direct" and model.attention_layout == "lags"
+
     @functools.cached_property
     def volatility_span(self) -> int:
         """Steps of recent history that scale conformal intervals (one seasonal period). Cached:

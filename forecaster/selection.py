@@ -27,12 +27,15 @@ from forecaster.evaluation import Evaluation, RetrievalEffect, evaluate
 from forecaster.predictor import Predictor
 
 
-def evaluate_selection(predictor: Predictor, prepared: Prepared, folds: int = 1) -> Evaluation:
+def evaluate_selection(
+    predictor: Predictor, prepared: Prepared, folds: int = 1, retrieval: bool = False
+) -> Evaluation:
     """``predictor`` and the baselines on ``folds`` selection folds: one fold is exactly the
-    selection split's evaluation; more give each metric's mean over folds (``folds`` keeps each)."""
+    selection split's evaluation; more give each metric's mean over folds (``folds`` keeps each).
+    ``retrieval``: as ``evaluate``'s."""
     if folds == 1:
-        return evaluate(predictor, prepared, "selection")
-    return fold_mean([evaluate(predictor, prepared, split) for split in selection_splits(folds)])
+        return evaluate(predictor, prepared, "selection", retrieval)
+    return fold_mean([evaluate(predictor, prepared, split, retrieval) for split in selection_splits(folds)])
 
 
 def mean_of(values: list) -> float | np.ndarray:

@@ -63,7 +63,7 @@ def evaluations(
     """What `forecast evaluate` scores: the model on its own data (or ``overrides``' file), split
     as in training, every window of each split (forecaster/model_data.py, as ``Forecaster.evaluate``)."""
     predictor = load_predictor(model_uri)
-    return evaluate_model(predictor, data_config_for(predictor, overrides), splits=splits)
+    return evaluate_model(predictor, data_config_for(predictor, overrides), splits=splits, retrieval=True)
 
 
 def run_evaluation(

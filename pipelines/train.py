@@ -198,8 +198,12 @@ class Scores:
 
 
 def score(predictor: Predictor, prepared: Prepared) -> Scores:
-    test, val = (evaluate(predictor, prepared, split) for split in ("test", "val"))
-    return Scores(test, val, evaluate_selection(predictor, prepared, predictor.config.split.folds))
+    """The run's scores; the test and selection ones with an attention model's retrieved term
+    against none, which the run logs (``evaluate(retrieval=True)``)."""
+    test = evaluate(predictor, prepared, "test", retrieval=True)
+    val = evaluate(predictor, prepared, "val")
+    folds = predictor.config.split.folds
+    return Scores(test, val, evaluate_selection(predictor, prepared, folds, retrieval=True))
 
 
 def record_stage(

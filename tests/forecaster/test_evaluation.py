@@ -12,10 +12,12 @@ import pytest
 import torch
 
 from forecaster.config import ForecastConfig
-from forecaster.data.datamodule import prepare_series
+from forecaster.data.datamodule import prepare, prepare_series
 from forecaster.data.source import load_from_config
-from forecaster.evaluation import ATTENTION_EXAMPLES, evaluate
+from forecaster.evaluation import ATTENTION_EXAMPLES, SplitWindows, evaluate
 from forecaster.models.step_attention import StepAttention
+from forecaster.onnx_export import export_network
+from forecaster.predictor import Predictor
 from forecaster.training import train_model
 
 DECODERS = {
@@ -41,14 +43,29 @@ def test_the_evaluation_keeps_the_attention_of_its_example_windows(decoder):
     )
     prepared = prepare_series(load_from_config(config.data), config)
     predictor = train_model(config, prepared).predictor
-    result = evaluate(predictor, prepared, "test")
+    result = evaluate(predictor, prepared, "test", retrieval=True)
     picks = result.attention_windows
     assert result.attention.shape == (ATTENTION_EXAMPLES, 8, 16)
     assert picks[0] == 0 and picks[-1] == result.windows - 1  # spread over the whole split
     every = predictor.predict(prepared.windows("test").past(), return_attention=True).attention
     np.testing.assert_allclose(result.attention, every[picks], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(result.attention.sum(-1), 1.0, rtol=1e-5)
-    assert_the_retrieval_effect_is_measured(result, predictor, prepared)
+    if decoder == "step by step":  # its RNN reads what is retrieved: zeroing it is no comparison
+        assert not predictor.attention_is_residual and result.retrieval is None
+    else:
+        assert_the_retrieval_effect_is_measured(result, predictor, prepared)
+        assert evaluate(predictor, prepared, "test").retrieval is None  # not asked for: no extra pass
+
+
+def with_values_zeroed(predictor):
+    """A copy of ``predictor`` whose attention's value projections are 0: every step retrieves 0."""
+    zeroed = copy.deepcopy(predictor)
+    with torch.no_grad():
+        for layer in zeroed.network.modules():
+            if isinstance(layer, StepAttention):
+                for parameter in layer.values_parameters():
+                    parameter.zero_()
+    return zeroed
 
 
 def assert_the_retrieval_effect_is_measured(result, predictor, prepared) -> None:
@@ -58,16 +75,65 @@ def assert_the_retrieval_effect_is_measured(result, predictor, prepared) -> None
     effect = result.retrieval
     assert effect.windows == result.windows
     assert effect.mse == pytest.approx(np.mean((actual - result.forecasts["model"]) ** 2), rel=1e-9)
-    zeroed = copy.deepcopy(predictor)
-    with torch.no_grad():
-        for layer in zeroed.network.modules():
-            if isinstance(layer, StepAttention):
-                for parameter in layer.values_parameters():
-                    parameter.zero_()
-    without = zeroed.predict(prepared.windows("test").past()).mean
+    without = with_values_zeroed(predictor).predict(prepared.windows("test").past()).mean
     assert effect.mse_without == pytest.approx(np.mean((actual - without) ** 2), rel=1e-6)
     assert effect.mse != pytest.approx(effect.mse_without, rel=1e-6)  # the term does something
     assert effect.ratio == effect.mse / effect.mse_without
+
+
+def segment_attention(tmp_path, panel: bool = False):
+    """An untrained direct-decoder `lags` attention model (a residual one) on the hourly test
+    file, its value projections drawn at random (they start at 0), and its prepared data."""
+    from tests.forecaster.test_model_inputs import config_for, hourly_file, untrained_predictor
+
+    model = {"architecture": "seq2seq", "decoder": "direct", "cell": "gru", "segment_length": 4}
+    config = config_for(
+        hourly_file(tmp_path, panel=panel),
+        {**model, "attention": "bahdanau"},
+        **({"id_column": "id"} if panel else {}),
+    )
+    prepared = prepare(load_from_config(config.data), config)
+    predictor = untrained_predictor(config, prepared)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for parameter in predictor.network.network.attention.values_parameters():
+            torch.nn.init.normal_(parameter)
+    assert predictor.attention_is_residual
+    return predictor, prepared
+
+
+def test_a_model_run_by_onnx_runtime_gets_the_same_retrieval_effect_as_by_torch(tmp_path):
+    """The forecast with nothing retrieved is torch's whatever runs the model (a graph has no
+    switch), and the model goes on running as it did."""
+    from tests.forecaster.test_onnx_export import held_out
+
+    predictor, prepared = segment_attention(tmp_path)
+    directory = predictor.save(tmp_path / "model")
+    export_network(predictor.network, held_out(prepared, np.arange(16)), directory)
+    loaded = Predictor.load(directory).use_runtime("onnx")
+    assert loaded.runtime.name == "onnx"
+    onnx = evaluate(loaded, prepared, "test", retrieval=True).retrieval
+    assert loaded.runtime.name == "onnx"  # restored
+    torch_ = evaluate(loaded.use_runtime("torch"), prepared, "test", retrieval=True).retrieval
+    assert onnx.mse_without == torch_.mse_without
+    assert onnx.ratio == pytest.approx(torch_.ratio, rel=1e-4) and onnx.ratio != pytest.approx(1.0, abs=1e-3)
+
+
+def test_a_panels_retrieval_effect_is_over_every_members_windows(tmp_path):
+    predictor, prepared = segment_attention(tmp_path, panel=True)
+    result = evaluate(predictor, prepared, "test", retrieval=True)
+    members = list(result.per_series.values())
+    assert len(members) == 2 and all(m.retrieval is not None for m in members)
+    assert result.retrieval.windows == result.windows == sum(m.windows for m in members)
+    actual = np.concatenate([m.actual for m in members])
+    forecasts = np.concatenate([m.forecasts["model"] for m in members])
+    assert result.retrieval.mse == pytest.approx(np.mean((actual - forecasts) ** 2), rel=1e-9)
+    zeroed = with_values_zeroed(predictor)
+    given = [SplitWindows.of(zeroed, part, "test") for part in prepared.members.values()]
+    without = np.concatenate(
+        [zeroed.predict(g.past, g.times, future=g.future, series_ids=g.ids).mean for g in given]
+    )
+    assert result.retrieval.mse_without == pytest.approx(np.mean((actual - without) ** 2), rel=1e-6)
 
 
 def test_a_model_without_attention_keeps_none():

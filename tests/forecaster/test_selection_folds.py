@@ -14,9 +14,9 @@ from forecaster.data.datamodule import prepare_series
 from forecaster.data.loading import LoadedSeries
 from forecaster.data.splitting import SplitBorders, selection_splits, split_borders
 from forecaster.errors import ConfigError
-from forecaster.evaluation import evaluate
+from forecaster.evaluation import RetrievalEffect, evaluate
 from forecaster.models import build_network
-from forecaster.selection import evaluate_selection
+from forecaster.selection import evaluate_selection, fold_retrieval
 from forecaster.training import predictor_for
 
 LOOKBACK, HORIZON = 8, 4
@@ -134,3 +134,11 @@ def test_the_score_is_the_mean_over_folds_for_the_model_and_naive_alike():
     single = evaluate_selection(predictor, prepared, 1)
     assert single.metrics == evaluate(predictor, prepared, "selection").metrics
     assert single.metrics["model"]["mae"] != pytest.approx(scored.metrics["model"]["mae"])
+
+
+def test_the_folds_retrieval_effect_is_the_mean_of_their_mses_as_every_metric():
+    """Each MSE the unweighted mean over folds (a fold of 10 windows counts as one of 30), the
+    windows summed; a fold without one makes none."""
+    folds = [RetrievalEffect(mse=1.0, mse_without=2.0, windows=10), RetrievalEffect(4.0, 4.0, 30)]
+    assert fold_retrieval(folds) == RetrievalEffect(mse=2.5, mse_without=3.0, windows=40)
+    assert fold_retrieval([*folds, None]) is None

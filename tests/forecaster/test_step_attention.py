@@ -554,6 +554,14 @@ def test_with_nothing_retrieved_the_forecast_is_the_one_whose_values_are_zero(de
     assert not torch.allclose(without, forecast)
 
 
+def test_nothing_retrieved_restores_the_retrieval_when_what_it_wraps_fails():
+    network = seq2seq("direct", W, attention_layout="lags").eval()
+    with pytest.raises(RuntimeError), nothing_retrieved(network):
+        assert not network.attention.retrieving
+        raise RuntimeError("a forecast failed")
+    assert network.attention.retrieving
+
+
 def test_nothing_retrieved_changes_nothing_in_a_network_without_step_attention():
     network = seq2seq("autoregressive", 0, attention_layout="states").eval()
     past, future = inputs()

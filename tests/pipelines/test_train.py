@@ -57,13 +57,9 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     expected = {"plots/forecast_vs_actual.png", "plots/error_by_step.png"}
     if family == "seq2seq-attention":
         expected.add("plots/attention.png")
-        ratios = result["attention_retrieved_mse_ratio"]  # the retrieved term against none
-        assert sorted(ratios) == ["selection", "test"] and all(r > 0 for r in ratios.values())
-        for split, ratio in ratios.items():
-            assert metrics[f"{split}_attention_retrieved_mse_ratio"] == pytest.approx(ratio)
-    else:
-        assert "attention_retrieved_mse_ratio" not in result
-        assert "test_attention_retrieved_mse_ratio" not in metrics
+    # only a residual attention (the direct decoder's `lags` layout) has a retrieved term to weigh
+    assert "attention_retrieved_mse_ratio" not in result
+    assert "test_attention_retrieved_mse_ratio" not in metrics
     assert plots == expected
     version = client.get_model_version_by_alias("tiny", "champion")
     assert str(version.version) == result["registered_version"]
@@ -72,6 +68,17 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     baselines = client.search_runs([run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'")
     assert {b.data.tags["model.family"] for b in baselines} == {"naive", "seasonal_naive"}
     assert all("test_mae" in b.data.metrics for b in baselines)  # same names as the model
+
+
+def test_a_residual_attention_run_logs_its_retrieved_terms_mse_ratio_on_selection_and_test(tracking_uri):
+    direct = ["model.architecture=seq2seq", "model.attention=bahdanau", "model.decoder=direct"]
+    result = train_json(tracking_uri, *direct)
+    ratios = result["attention_retrieved_mse_ratio"]  # MSE with / without what is retrieved
+    assert sorted(ratios) == ["selection", "test"] and all(np.isfinite(r) and r > 0 for r in ratios.values())
+    metrics = mlflow.MlflowClient(tracking_uri).get_run(result["run_id"]).data.metrics
+    for split, ratio in ratios.items():
+        assert metrics[f"{split}_attention_retrieved_mse_ratio"] == pytest.approx(ratio)
+    assert ratios["selection"] != pytest.approx(ratios["test"])  # two splits, not one figure twice
 
 
 RELOAD = """
