@@ -14,7 +14,7 @@ import torch
 from forecaster.config import ForecastConfig
 from forecaster.data.datamodule import prepare, prepare_series
 from forecaster.data.source import load_from_config
-from forecaster.evaluation import ATTENTION_EXAMPLES, SplitWindows, evaluate
+from forecaster.evaluation import ATTENTION_EXAMPLES, RetrievalEffect, SplitWindows, evaluate, evaluate_panel
 from forecaster.models.step_attention import StepAttention
 from forecaster.onnx_export import export_network
 from forecaster.predictor import Predictor
@@ -81,25 +81,50 @@ def assert_the_retrieval_effect_is_measured(result, predictor, prepared) -> None
     assert effect.ratio == effect.mse / effect.mse_without
 
 
-def segment_attention(tmp_path, panel: bool = False):
-    """An untrained direct-decoder `lags` attention model (a residual one) on the hourly test
-    file, its value projections drawn at random (they start at 0), and its prepared data."""
+def segment_attention(tmp_path, panel: bool = False, layout: str = "lags"):
+    """An untrained direct-decoder attention model (the `lags` layout: a residual one) on the
+    hourly test file, its value projections drawn at random (`lags` starts them at 0), and its
+    prepared data."""
     from tests.forecaster.test_model_inputs import config_for, hourly_file, untrained_predictor
 
     model = {"architecture": "seq2seq", "decoder": "direct", "cell": "gru", "segment_length": 4}
     config = config_for(
         hourly_file(tmp_path, panel=panel),
-        {**model, "attention": "bahdanau"},
+        {**model, "attention": "bahdanau", "attention_layout": layout},
         **({"id_column": "id"} if panel else {}),
     )
     prepared = prepare(load_from_config(config.data), config)
     predictor = untrained_predictor(config, prepared)
     torch.manual_seed(1)
     with torch.no_grad():
-        for parameter in predictor.network.network.attention.values_parameters():
-            torch.nn.init.normal_(parameter)
-    assert predictor.attention_is_residual
+        for layer in predictor.network.modules():
+            if isinstance(layer, StepAttention):
+                for parameter in layer.values_parameters():
+                    torch.nn.init.normal_(parameter)
     return predictor, prepared
+
+
+@pytest.mark.parametrize("layout", ["steps", "states"])
+def test_a_direct_decoder_whose_output_reads_the_attention_gets_no_retrieval_effect(tmp_path, layout):
+    """The `steps` layout's output is its decoder state plus what is retrieved, never trained
+    without it; the `states` layout's attention is its decoder's context: zeroing either would
+    knock out part of the network, so neither is measured."""
+    predictor, prepared = segment_attention(tmp_path, layout=layout)
+    assert not predictor.attention_is_residual
+    assert evaluate(predictor, prepared, "test", retrieval=True).retrieval is None
+
+
+def test_the_forecast_without_retrieval_leaves_the_runtime_and_the_switch_as_they_were_when_it_fails(
+    tmp_path,
+):
+    from forecaster.evaluation import forecasts_without_retrieval
+
+    predictor, _ = segment_attention(tmp_path)
+    runtime = predictor.runtime
+    with pytest.raises(ValueError):  # a look-back shorter than the model's
+        forecasts_without_retrieval(predictor, np.zeros((2, 3, 1)), None, None, None)
+    assert predictor.runtime is runtime
+    assert all(layer.retrieving for layer in predictor.network.modules() if isinstance(layer, StepAttention))
 
 
 def test_a_model_run_by_onnx_runtime_gets_the_same_retrieval_effect_as_by_torch(tmp_path):
@@ -108,6 +133,7 @@ def test_a_model_run_by_onnx_runtime_gets_the_same_retrieval_effect_as_by_torch(
     from tests.forecaster.test_onnx_export import held_out
 
     predictor, prepared = segment_attention(tmp_path)
+    assert predictor.attention_is_residual
     directory = predictor.save(tmp_path / "model")
     export_network(predictor.network, held_out(prepared, np.arange(16)), directory)
     loaded = Predictor.load(directory).use_runtime("onnx")
@@ -120,8 +146,10 @@ def test_a_model_run_by_onnx_runtime_gets_the_same_retrieval_effect_as_by_torch(
 
 
 def test_a_panels_retrieval_effect_is_over_every_members_windows(tmp_path):
+    """Forecast one window per call, so the members' windows are split across calls."""
     predictor, prepared = segment_attention(tmp_path, panel=True)
-    result = evaluate(predictor, prepared, "test", retrieval=True)
+    assert predictor.attention_is_residual
+    result = evaluate_panel(predictor, prepared, "test", windows_per_call=1, retrieval=True)
     members = list(result.per_series.values())
     assert len(members) == 2 and all(m.retrieval is not None for m in members)
     assert result.retrieval.windows == result.windows == sum(m.windows for m in members)
@@ -149,3 +177,9 @@ def test_a_model_without_attention_keeps_none():
     result = evaluate(train_model(config, prepared).predictor, prepared, "test")
     assert result.attention is None and result.attention_windows is None
     assert result.retrieval is None
+
+
+def test_pooled_effects_weigh_each_part_by_its_windows_and_skip_parts_without_one():
+    parts = [RetrievalEffect(1.0, 2.0, windows=10), None, RetrievalEffect(4.0, 5.0, windows=30)]
+    assert RetrievalEffect.pooled(parts) == RetrievalEffect(mse=3.25, mse_without=4.25, windows=40)
+    assert RetrievalEffect.pooled([None, None]) is None

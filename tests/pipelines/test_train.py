@@ -70,15 +70,27 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     assert all("test_mae" in b.data.metrics for b in baselines)  # same names as the model
 
 
-def test_a_residual_attention_run_logs_its_retrieved_terms_mse_ratio_on_selection_and_test(tracking_uri):
+def test_a_residual_attention_run_logs_its_retrieved_terms_mse_ratio_and_so_does_its_evaluation(
+    tracking_uri,
+):
+    """`forecast train` and `forecast evaluate` of the registered model, which ONNX Runtime runs
+    (the export is verified), log the same ratios on selection and test."""
     direct = ["model.architecture=seq2seq", "model.attention=bahdanau", "model.decoder=direct"]
-    result = train_json(tracking_uri, *direct)
+    result = train_json(tracking_uri, *direct, "tracking.onnx_export=true", register="residual")
     ratios = result["attention_retrieved_mse_ratio"]  # MSE with / without what is retrieved
     assert sorted(ratios) == ["selection", "test"] and all(np.isfinite(r) and r > 0 for r in ratios.values())
-    metrics = mlflow.MlflowClient(tracking_uri).get_run(result["run_id"]).data.metrics
+    client = mlflow.MlflowClient(tracking_uri)
+    metrics = client.get_run(result["run_id"]).data.metrics
     for split, ratio in ratios.items():
         assert metrics[f"{split}_attention_retrieved_mse_ratio"] == pytest.approx(ratio)
     assert ratios["selection"] != pytest.approx(ratios["test"])  # two splits, not one figure twice
+    evaluated = forecast(
+        "evaluate", "--model-uri", "models:/residual@champion", "--json", "--tracking-uri", tracking_uri
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    again = client.get_run(json.loads(evaluated.stdout.strip().splitlines()[-1])["run_id"]).data.metrics
+    for split, ratio in ratios.items():
+        assert again[f"{split}_attention_retrieved_mse_ratio"] == pytest.approx(ratio, rel=1e-5)
 
 
 RELOAD = """
