@@ -30,6 +30,7 @@ from forecaster.data.scaling import StandardScaler
 from forecaster.metrics import window_scales
 from forecaster.models import build_network
 from forecaster.models.series_embedding import SeriesEmbedded
+from forecaster.models.step_attention import is_residual
 from forecaster.onnx_export import ExportReport
 from forecaster.runtime import NetworkRuntime, TorchNetwork, build_runtime, choose_runtime
 
@@ -142,14 +143,12 @@ class Predictor:
 
     @property
     def attention_is_residual(self) -> bool:
-        """Its forecast is the network without attention's plus what the attention retrieves,
-        which starts at zero (the direct decoder in the `lags` layout): so the same network with
-        nothing retrieved is a forecast it was trained around, and the two can be compared
-        (forecaster/evaluation.py, ``RetrievalEffect``). The step-by-step decoder's RNN, and the
-        `steps` layout's output, read what is retrieved as an input: zeroing it knocks out part of
-        the network instead."""
+        """Its attention is a residual (``step_attention.is_residual``): the same network with
+        nothing retrieved is a forecast it was trained around, so the two can be compared
+        (forecaster/evaluation.py, ``RetrievalEffect``); elsewhere zeroing what is retrieved
+        would knock out part of the network."""
         model = self.config.model
-        return self.has_attention and model.decoder == "direct" and model.attention_layout == "lags"
+        return self.has_attention and is_residual(model.attention_layout, model.decoder)
 
     @functools.cached_property
     def volatility_span(self) -> int:

@@ -13,7 +13,7 @@ from forecaster.config import ForecastConfig
 from forecaster.evaluation import Evaluation
 from forecaster.model_data import SPLITS, data_config_for, evaluate_model
 from forecaster.pyfunc import load_predictor
-from pipelines.logging_run import log_evaluation
+from pipelines.logging_run import log_evaluation, retrieval_ratios
 from pipelines.registry import RegistryError
 from pipelines.tracking import ensure_experiment
 
@@ -82,11 +82,13 @@ def run_evaluation(
     }
     with mlflow.start_run(experiment_id=experiment_id, run_name=f"evaluate {model_uri}", tags=tags) as run:
         log_evaluation(test, val, selection, f"{model_uri} on {name}")
+    ratios = retrieval_ratios(test, selection)  # a residual attention model's, as train --json has them
     return {
         "run_id": run.info.run_id,
         "dataset": name,
         "windows": test.windows,
         "metrics": test.metrics,
+        **({"attention_retrieved_mse_ratio": ratios} if ratios else {}),
         "model_version": resolved.version if resolved else None,
         "model_run_id": resolved.run_id if resolved else None,
         "resolved": resolved.describe() if resolved else None,

@@ -32,7 +32,7 @@ from forecaster.models.direct_decoder import DirectDecoder
 from forecaster.models.lag_scores import LAG_SCORE_SCALE
 from forecaster.models.output import Forecast
 from forecaster.models.quantiles import median_of
-from forecaster.models.step_attention import CalendarColumns, StepAttention, StepKeys
+from forecaster.models.step_attention import CalendarColumns, StepAttention, StepKeys, is_residual
 
 State = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
@@ -106,7 +106,7 @@ class Seq2SeqForecaster(nn.Module):
         self.bridge_c = StateBridge(layers, self.directions, hidden_size) if self.is_lstm else None
         outputs = max(1, len(self.quantiles))
         self.attention: BahdanauAttention | StepAttention | None = None
-        residual = attention_layout == "lags" and decoder == "direct"
+        residual = is_residual(attention_layout, decoder)
         # the attention's initial weights come from a copy of the random stream, so the rest of the
         # network starts (and, with no randomness in the attention's forward pass, trains on the
         # same batches) exactly as the same network without attention: with one seed, the

@@ -287,14 +287,23 @@ class StepAttention(nn.Module):
         return context, weights
 
 
+def is_residual(layout: str, decoder: str) -> bool:
+    """Whether an attention of this layout and decoder is a residual: the forecast is the network
+    without attention's plus what the attention retrieves, which starts at zero (the `lags` layout
+    with the direct decoder). The step-by-step decoder's RNN, and the `steps` layout's output, read
+    what is retrieved as an input instead."""
+    return layout == "lags" and decoder == "direct"
+
+
 @contextmanager
 def nothing_retrieved(network: nn.Module) -> Iterator[bool]:
     """Within it, every StepAttention of ``network`` retrieves zeros, so the network forecasts
     without what its attention adds: the direct decoder emits what the network under the attention
-    emits alone, the step-by-step decoder's RNN reads a zero context. A forecast inside it against
-    one outside tells whether the attention's own term lowers the network's error, which its weights
-    alone cannot say (forecaster/evaluation.py, ``RetrievalEffect``). Yields whether ``network``
-    has any StepAttention (the `states` layout's has none: nothing changes)."""
+    emits alone, the step-by-step decoder's RNN reads a zero context. For a residual attention
+    (``is_residual``) a forecast inside it against one outside tells whether the attention's own
+    term lowers the network's error, which its weights alone cannot say (forecaster/evaluation.py,
+    ``RetrievalEffect``). Yields whether ``network`` has any StepAttention (the `states` layout's
+    has none: nothing changes)."""
     layers = [module for module in network.modules() if isinstance(module, StepAttention)]
     before = [layer.retrieving for layer in layers]  # restored as they were: it may be nested
     for layer in layers:

@@ -88,9 +88,11 @@ def test_a_residual_attention_run_logs_its_retrieved_terms_mse_ratio_and_so_does
         "evaluate", "--model-uri", "models:/residual@champion", "--json", "--tracking-uri", tracking_uri
     )
     assert evaluated.exit_code == 0, evaluated.output
-    again = client.get_run(json.loads(evaluated.stdout.strip().splitlines()[-1])["run_id"]).data.metrics
+    document = json.loads(evaluated.stdout.strip().splitlines()[-1])
+    again = client.get_run(document["run_id"]).data.metrics
     for split, ratio in ratios.items():
         assert again[f"{split}_attention_retrieved_mse_ratio"] == pytest.approx(ratio, rel=1e-5)
+        assert document["attention_retrieved_mse_ratio"][split] == pytest.approx(ratio, rel=1e-5)
 
 
 RELOAD = """
