@@ -20,11 +20,11 @@ this measures them at every cell and seed, on selection and on test.
 Per look-back, horizon and seed it retrains the committed attention run exactly (ett_benchmark's
 run_config; each run's test MSE is checked against the committed one), then scores it twice on the
 selection folds and on the test windows: as it is, and with every StepAttention retrieving nothing
-(``forecaster.models.step_attention.nothing_retrieved``, so ``retrieved`` is 0; what a run of
-`forecast train` logs as ``*_attention_retrieved_mse_ratio``). The twin's figures are its committed runs' (the
-selection folds) and the tenth pass's pooled test window losses
-(ett-ablation-significance-lag-scale-10.jsonl, the same runs), against which the base's pooled
-losses are tested with paired_loss_test.py, as are the attention's against the base's.
+(``forecaster.models.step_attention.nothing_retrieved``, so ``retrieved`` is 0; the switch behind
+the ``*_attention_retrieved_mse_ratio`` a run of a residual attention model logs). The twin's
+figures are its committed runs' (the selection folds) and the tenth pass's pooled test window
+losses (ett-ablation-significance-lag-scale-10.jsonl, the same runs), against which the base's
+pooled losses are tested with paired_loss_test.py, as are the attention's against the base's.
 
 What it reads: the test split, to report on it, as the ablation does. Nothing reads these records to
 choose anything.
