@@ -88,15 +88,7 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
 
 
 # the fields ``render`` reads; ``read`` stops at a record without one, naming its line
-FIELDS = (
-    "lookback",
-    "horizon",
-    "seeds",
-    "selection_mse",
-    "test_mse",
-    "base_against_twin",
-    "attention_against_base",
-)
+FIELDS = (*placebo.CELL_FIELDS, "base_against_twin", "attention_against_base")
 
 
 def read(path: Path = RESULTS) -> list[dict]:

@@ -132,19 +132,10 @@ def measure(lookback: int, horizon: int, seeds: list[int]) -> dict:
     }
 
 
+# what every record of a network's retrained runs holds, per cell: its seeds' selection and test MSE
+CELL_FIELDS = ("lookback", "horizon", "seeds", "selection_mse", "test_mse")
 # what the table reads of a record: a file without them stops, naming the line
-FIELDS = (
-    "lookback",
-    "horizon",
-    "seeds",
-    "selection_mse",
-    "test_mse",
-    "ratio",
-    "low",
-    "high",
-    "p_value",
-    "attention_against_placebo",
-)
+FIELDS = (*CELL_FIELDS, "ratio", "low", "high", "p_value", "attention_against_placebo")
 
 
 def read(path: Path = RESULTS) -> list[dict]:
