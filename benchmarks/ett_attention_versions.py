@@ -12,7 +12,10 @@ ablation says, per cell, whether the mean over 3 seeds is below the twin. Read t
 versions say more: whether a cell's side is the same from one version to the next, and whether
 selection had it first. Per cell and version: in how many seeds attention is below its twin on
 selection (the mean of the benchmark's two folds' MSEs, as the pick reads it) and on test; the
-placebo (ett_placebo.py) beside them, against today's twin.
+placebo (ett_placebo.py) beside them, against today's twin. Then, over every version's seed-runs,
+how often test is on selection's side of the twin, by how far selection puts the two apart
+(``BANDS``): what a choice made on selection can promise about test's side where the two networks
+are this close.
 
 It trains nothing and chooses nothing: it reads committed runs. Test is read to report.
 """
@@ -20,6 +23,7 @@ It trains nothing and chooses nothing: it reads committed runs. Test is read to 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -34,6 +38,10 @@ BEGIN, END = (
 )
 ATTENTION, TWIN = placebo.ATTENTION, placebo.TWIN
 BASE_LOSS = bench.REPO / "benchmarks" / "results" / "ett-runs-base-loss.jsonl"
+
+
+# how far apart selection puts attention and its twin, |selection ratio - 1|: the bands' upper ends
+BANDS = (0.005, 0.02, float("inf"))
 
 
 class Version(NamedTuple):
@@ -97,6 +105,19 @@ def version_below(version: Version, lookback: int, horizon: int, recorded: list[
     )
 
 
+def means_below(version: Version, lookback: int, horizon: int, recorded: list[dict]) -> tuple[bool, bool]:
+    """Whether the version's seed mean is below its twin's at one cell, on selection and on test:
+    the ablation's own reading of a cell (every cell has both networks' seeds, a test says)."""
+    attention = runs_of(ATTENTION, version.attention, recorded)
+    twin = runs_of(TWIN, version.twin, recorded)
+    keys = sorted(k for k in attention if k[:2] == (lookback, horizon))
+    a, t = [attention[k] for k in keys], [twin[k] for k in keys]
+    return (
+        statistics.mean(map(selection, a)) < statistics.mean(map(selection, t)),
+        statistics.mean(map(test, a)) < statistics.mean(map(test, t)),
+    )
+
+
 def placebo_below(record: dict) -> Below:
     """The placebo at one cell, seed by seed against today's twin (its committed runs)."""
     lookback, horizon, seeds = record["lookback"], record["horizon"], record["seeds"]
@@ -106,6 +127,58 @@ def placebo_below(record: dict) -> Below:
         test=sum(p < test(t) for p, t in zip(record["test_mse"], twin, strict=True)),
         seeds=len(seeds),
     )
+
+
+def seed_ratios(recorded: list[dict]) -> list[tuple[float, float]]:
+    """(selection ratio, test ratio) of attention to its twin for every version's seed-run at every
+    cell where both were run."""
+    ratios = []
+    for version in VERSIONS:
+        attention = runs_of(ATTENTION, version.attention, recorded)
+        twin = runs_of(TWIN, version.twin, recorded)
+        for key in sorted(attention.keys() & twin.keys()):
+            a, t = attention[key], twin[key]
+            ratios.append((selection(a) / selection(t), test(a) / test(t)))
+    return ratios
+
+
+class SideAgreement(NamedTuple):
+    """Seed-runs whose selection ratio is at most ``upper`` from 1 (and more than the band below's),
+    and in how many of them test is on the same side of 1 as selection."""
+
+    lower: float
+    upper: float
+    same_side: int
+    runs: int
+
+
+def side_agreement(ratios: list[tuple[float, float]]) -> list[SideAgreement]:
+    """Per band of |selection ratio - 1|: how often test's ratio falls on selection's side of 1
+    (a ratio of exactly 1 is not below it)."""
+    bands, lower = [], 0.0
+    for upper in BANDS:
+        inside = [(s, t) for s, t in ratios if lower <= abs(s - 1) < upper]
+        same = sum((s < 1) == (t < 1) for s, t in inside)
+        bands.append(SideAgreement(lower, upper, same, len(inside)))
+        lower = upper
+    return bands
+
+
+def band_label(band: SideAgreement) -> str:
+    if band.upper == float("inf"):
+        return f"{band.lower:.1%} or more"
+    return f"under {band.upper:.1%}" if band.lower == 0 else f"{band.lower:.1%} to {band.upper:.1%}"
+
+
+def render_agreement(bands: list[SideAgreement]) -> str:
+    lines = [
+        "| selection: attention / twin, this far from 1 | seed-runs | test on selection's side |",
+        "|---|---|---|",
+    ]
+    for band in bands:
+        share = f"{band.same_side / band.runs:.0%}" if band.runs else ""
+        lines.append(f"| {band_label(band)} | {band.runs} | {band.same_side} ({share}) |")
+    return "\n".join(lines)
 
 
 def cell(below: Below | None) -> str:
@@ -121,10 +194,14 @@ def render(placebo_records: list[dict]) -> str:
     ]
     totals = {"selection": 0, "test": 0, "seeds": 0, "cells": 0}
     recorded = every_run()
+    by_means = {v: [0, 0] for v in VERSIONS}  # cells whose seed mean is below the twin's: selection, test
     for record in sorted(placebo_records, key=lambda r: (r["lookback"], r["horizon"])):
         lookback, horizon = record["lookback"], record["horizon"]
         versions = [version_below(v, lookback, horizon, recorded) for v in VERSIONS]
         found = [b for b in versions if b is not None]
+        for version in VERSIONS:
+            means = means_below(version, lookback, horizon, recorded)
+            by_means[version] = [count + below for count, below in zip(by_means[version], means, strict=True)]
         together = Below(*(sum(getattr(b, field) for b in found) for field in Below._fields))
         totals["selection"] += together.selection
         totals["test"] += together.test
@@ -136,11 +213,22 @@ def render(placebo_records: list[dict]) -> str:
             + f" | {together.selection} / {together.test} of {together.seeds} | {cell(placebo_below(record))} |"
         )
     lines.append(
+        "| cells below, seed means | | "
+        + " | ".join(f"{sel} / {tst}" for sel, tst in by_means.values())
+        + " | | |"
+    )
+    lines.append(
         f"\nEach entry: the seeds in which attention is below its twin on selection / on test (3 seeds a "
-        f"version). Over all versions and cells attention is below the twin in {totals['selection']} of "
+        f"version); the last row: the cells where the mean over seeds is below the twin's, the ablation's "
+        f"own reading, on selection / on test. Over all versions and cells attention is below the twin in {totals['selection']} of "
         f"{totals['seeds']} seed-runs on selection and {totals['test']} on test; below it in fewer than half "
         f"of a cell's seed-runs on test in {totals['cells']} of {len(placebo_records)} cells."
     )
+    lines.append(
+        "\nEvery version's seed-runs at every cell, by how far selection puts attention from its twin: "
+        "in how many test puts attention on the same side of the twin as selection does.\n"
+    )
+    lines.append(render_agreement(side_agreement(seed_ratios(recorded))))
     return "\n".join(lines)
 
 
