@@ -49,6 +49,14 @@ class DataConfig(StrictModel):
         "file with offsets is read as UTC, one without as local. Stored with the model",
     )
 
+    time_format: str | None = Field(
+        None,
+        description="strftime format of the time column (e.g. '%d/%m/%Y'); unset: ISO 8601 when the "
+        "column starts with a year, else the format of its first readable value, one format for "
+        "every row (a column that reads both day first and month first is refused until this says "
+        "which). Stored with the model",
+    )
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str | None) -> str | None:

@@ -73,13 +73,35 @@ def merge(settings: dict[str, Any], section: str, values: dict[str, Any]) -> dic
     return settings
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping: YAML says keys are unique,
+    and PyYAML keeps the last silently, so a second `model:` section would drop the first."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML config file's sections; a missing or malformed file is a ConfigError naming it."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file {path} not found")
+    if not path.is_file():
+        raise ConfigError(f"config file {path} is a directory, not a file")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}): is it a YAML file?"
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):

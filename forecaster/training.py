@@ -74,7 +74,7 @@ def lightning_trainer(config: ForecastConfig, **settings: Any) -> pl.Trainer:
     machine, an unknown accelerator or strategy) named as a config error, not a traceback."""
     try:
         return pl.Trainer(**settings)
-    except (MisconfigurationException, TypeError, ValueError) as exc:
+    except (MisconfigurationException, TypeError, ValueError, ImportError) as exc:  # ImportError: tpu, hpu
         hardware = config.train
         raise ConfigError(
             f"train.accelerator={hardware.accelerator!r}, train.devices={hardware.devices!r}, "

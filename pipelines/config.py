@@ -80,7 +80,20 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise ConfigError(f"--set {assignment!r}: {part!r} is not a section")
-    node[leaf] = yaml.safe_load(raw) if raw.strip() else None
+    node[leaf] = override_value(assignment, raw)
+
+
+def override_value(assignment: str, raw: str) -> Any:
+    """The value of ``--set KEY=VALUE``, read as YAML (so 128 is a number and [1, 2] a list). Text
+    YAML cannot read is the text as typed: ``data.time_format=%d/%m/%Y`` (a YAML directive sign
+    first) means that format, and a setting that needs a number or a list says so by name when
+    validated."""
+    if not raw.strip():
+        return None
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw.strip()
 
 
 def validate(data: dict[str, Any], source: str = "config") -> RunConfig:

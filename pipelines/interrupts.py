@@ -8,6 +8,7 @@ can be told from any other, and a training interrupted once its run exists leave
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +49,21 @@ def watching_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def silence_destructors() -> None:
+    """For a process leaving after a Ctrl-C: a KeyboardInterrupt can land inside a constructor,
+    and the half-built object's ``__del__`` then fails when it is collected (GitPython's config
+    parser, met while MLflow starts a run, prints "Exception ignored in ... AttributeError" after
+    the "interrupted" line). Nothing in such a report is for the user: it is dropped. Only
+    Python's own hook is replaced: one a host installed (pytest's, running the CLI in-process)
+    stays."""
+    if sys.unraisablehook is sys.__unraisablehook__:
+        sys.unraisablehook = drop_unraisable
+
+
+def drop_unraisable(_unraisable: object) -> None:
+    """An ``sys.unraisablehook`` that reports nothing (``silence_destructors``)."""
 
 
 def sigint_received() -> bool:

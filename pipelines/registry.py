@@ -10,6 +10,7 @@ lock), so the second one compares against whatever the first one left, and the w
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mlflow
@@ -169,6 +170,12 @@ def _promote(
     figures = f"{candidate_mae:.4f}" + ("" if holder_mae is None else f" vs v{holder}'s {holder_mae:.4f}")
     figures += f" (naive {naive_mae:.4f})"
     found = Promotion(False, "", candidate_mae, holder, holder_mae, window, naive_mae)
+    if not math.isfinite(candidate_mae):  # no flag gives it: the service would refuse to load it
+        found.reason = (
+            f"MAE {candidate_mae} on the {window}: the model's forecasts are not finite (a diverged "
+            f"network); no @{alias}, whatever the flags, since the service refuses to serve such a model"
+        )
+        return found
     better = holder is None or (holder_mae is not None and candidate_mae < holder_mae)
     if not (better or force):
         found.reason = f"MAE {figures} on the {window}: not lower (the test split decides nothing)"

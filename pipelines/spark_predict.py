@@ -89,6 +89,7 @@ def forecast_on_spark(model_uri: str, overrides: dict[str, Any], master: str) ->
             "path": path, "id_column": data.id_column, "time_column": time_column, "target": target,
             "covariates": predictor.features[1:], "frequency": predictor.frequency, "fill": data.fill,
             "duplicates": data.duplicates, "version": version, "model": shipped, "timezone": data.timezone,
+            "time_format": data.time_format,
         }  # fmt: skip
         fields = output_fields(data.id_column, time_column, target, predictor)
         settings["fields"] = fields
@@ -145,7 +146,7 @@ def forecast_one(rows: pd.DataFrame, model_dir: str, settings: dict[str, Any]) -
             rows.reset_index(drop=True), f"{settings['path']} (series {key!r})", Path(settings["path"]),
             settings["time_column"], settings["target"], list(settings["covariates"]), [],
             settings["frequency"], settings["fill"], settings["duplicates"], series_id=key, sha256="-",
-            timezone=settings["timezone"],
+            timezone=settings["timezone"], time_format=settings["time_format"],
         )  # fmt: skip
         frame = next_steps(predictor, series)
     except DataError as exc:  # one row: the series and why, the forecast columns empty

@@ -9,6 +9,7 @@ reads itself go this way: /v1/predict's windows and /v1/actuals' values (service
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -98,12 +99,19 @@ def problems_from(error: ValidationError) -> list[ProblemItem]:
     return problems  # capped by RequestProblems
 
 
+def as_json(value: Any) -> str:
+    """A request's value as its sender wrote it (true, null, "x"), not as Python spells it."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return repr(value)
+
+
 def _message(item: Any) -> str:
     kind, given = item["type"], item.get("input")
     if kind in ("float_type", "float_parsing"):
         if isinstance(given, list):
             return "a row among numbers (mix of numbers and rows): give L numbers or L rows of F numbers"
-        return "null is not a number" if given is None else f"{given!r} is not a number"
+        return f"{as_json(given)} is not a number"
     if kind == "finite_number":
         return "only finite numbers are accepted (no NaN, Infinity, or numbers beyond float range)"
     if kind in ("less_than_equal", "greater_than_equal"):
@@ -111,7 +119,7 @@ def _message(item: Any) -> str:
     if kind == "extra_forbidden":
         return "unknown field"
     if kind == "bool_type":
-        return f"{given!r} is not true or false"
+        return f"{as_json(given)} is not true or false"
     if kind == "json_invalid":
         return f"the body is not valid JSON: {item['ctx']['error']}"
     return item["msg"].removeprefix("Value error, ")

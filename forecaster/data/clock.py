@@ -27,6 +27,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pandas as pd
 
+from forecaster.data.time_formats import parse_column
+
 UTC_CLOCK = "UTC"
 LOCAL = "local"
 LEGACY = UTC_CLOCK
@@ -65,14 +67,17 @@ def is_zoned(text: pd.Series) -> bool:
     return False
 
 
-def parse_on_clock(text: pd.Series, timezone: str | None) -> tuple[pd.DatetimeIndex, str]:
-    """A column of timestamp text -> naive wall times on its clock (NaT where unparseable)."""
+def parse_on_clock(
+    text: pd.Series, timezone: str | None, time_format: str | None = None
+) -> tuple[pd.DatetimeIndex, str]:
+    """A column of timestamp text -> naive wall times on its clock (NaT where unparseable), read
+    with one format for the whole column (``time_formats.py``; ``time_format`` when given)."""
     zoned = is_zoned(text)
     clock = clock_for(zoned, timezone)
     if zoned and clock == LOCAL:  # the wall time as written, offsets dropped
         stripped = text.str.replace(OFFSET, "", regex=True)
-        return pd.DatetimeIndex(pd.to_datetime(stripped, errors="coerce", format="mixed")), clock
-    parsed = pd.DatetimeIndex(pd.to_datetime(text, errors="coerce", utc=True, format="mixed"))
+        return parse_column(stripped, utc=False, time_format=time_format), clock
+    parsed = parse_column(text, utc=True, time_format=time_format)
     if zoned and clock != UTC_CLOCK:
         return parsed.tz_convert(clock).tz_localize(None), clock
     return parsed.tz_convert(None), clock

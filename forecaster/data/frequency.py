@@ -23,8 +23,28 @@ def infer_frequency(index: pd.DatetimeIndex) -> str:
         return BUSINESS_DAY
     if step % pd.Timedelta(days=1) == pd.Timedelta(0):
         days = step // pd.Timedelta(days=1)
-        return "D" if days == 1 else f"{days}D"
+        return calendar_frequency(index, days) or ("D" if days == 1 else f"{days}D")
     return pd.tseries.frequencies.to_offset(step).freqstr
+
+
+# steps of a month, a quarter or a year vary in days; the stamps' place in the calendar names them
+CALENDAR_UNITS = (
+    ("M", range(28, 32), "is_month_start", "is_month_end"),
+    ("Q", range(89, 93), "is_quarter_start", "is_quarter_end"),
+    ("Y", range(365, 367), "is_year_start", "is_year_end"),
+)
+
+
+def calendar_frequency(index: pd.DatetimeIndex, days: int) -> str | None:
+    """ "MS" for monthly stamps on the 1st, "ME" on month ends, and so on for quarters and years;
+    None unless every stamp sits there (a fixed "31D" would drift off the months)."""
+    for unit, lengths, starts, ends in CALENDAR_UNITS:
+        if days in lengths:
+            if getattr(index, starts).all():
+                return f"{unit}S"
+            if getattr(index, ends).all():
+                return f"{unit}E"
+    return None
 
 
 def _is_weekday_only(index: pd.DatetimeIndex) -> bool:

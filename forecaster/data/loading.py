@@ -71,11 +71,13 @@ def load_series(
     future_covariates: list[str] | tuple[str, ...] = (),
     timezone: str | None = None,
     table: pd.DataFrame | None = None,
+    time_format: str | None = None,
 ) -> LoadedSeries:
     """Load ``target`` (and ``covariates``, ``future_covariates``) indexed by ``time_column``;
     raise DataError on defects. ``timezone``: the wall clock timestamps are read on
-    (forecaster.data.clock). ``table``: the rows themselves (a DataFrame), read by the same rules
-    instead of the file at ``path``, which then only names them in errors."""
+    (forecaster.data.clock); ``time_format``: their format (forecaster.data.time_formats).
+    ``table``: the rows themselves (a DataFrame), read by the same rules instead of the file at
+    ``path``, which then only names them in errors."""
     path = Path(path)
     raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
@@ -93,6 +95,7 @@ def load_series(
         duplicates,
         sha256=None if table is None else table_sha256(raw),
         timezone=timezone,
+        time_format=time_format,
     )
 
 
@@ -125,16 +128,27 @@ def series_from_table(
     series_id: str | None = None,
     sha256: str | None = None,
     timezone: str | None = None,
+    time_format: str | None = None,
 ) -> LoadedSeries:
     """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
     columns = [target, *covariates, *future_covariates]
-    times, clock = _parse_times(raw[time_column], where, time_column, timezone)
+    times, clock = _parse_times(raw[time_column], where, time_column, timezone, time_format)
     values = {c: _parse_numbers(raw[c], where, c).to_numpy() for c in columns}
     return series_from_parsed(
         times, values, where, path, time_column, target, covariates, future_covariates, frequency, fill,
         duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path), clock,
     )  # fmt: skip
+
+
+def inferred_frequency(index: pd.DatetimeIndex, where: str) -> str:
+    """The series' time step from its timestamps, or why a file this short cannot give one."""
+    if len(index) < 3:
+        raise DataError(
+            f"{where}: {len(index)} row(s) of data; at least 3 timestamps are needed to infer the time "
+            "step (data.frequency sets it)"
+        )
+    return infer_frequency(index)
 
 
 def series_from_parsed(
@@ -161,7 +175,7 @@ def series_from_parsed(
     _check_sorted(frame.index, where, time_column, rows)
     repairs: list[str] = []
     frame = _resolve_duplicates(frame, where, time_column, duplicates, repairs, rows)
-    freq = frequency or infer_frequency(frame.index)
+    freq = frequency or inferred_frequency(frame.index, where)
     frame = _regularise(frame, where, time_column, freq, fill, repairs)
     _check_nans(frame, where, fill, repairs)
     if fill is not None:
@@ -209,11 +223,17 @@ def _row(position: int, rows: np.ndarray | None = None) -> str:
     return f"row {(position if rows is None else int(rows[position])) + 1}"
 
 
-def parse_times(column: pd.Series, timezone: str | None = None) -> tuple[pd.DatetimeIndex, np.ndarray, str]:
+def parse_times(
+    column: pd.Series, timezone: str | None = None, time_format: str | None = None, where: str = ""
+) -> tuple[pd.DatetimeIndex, np.ndarray, str]:
     """Timestamps (naive wall times on one clock for the whole series), the positions that do not
-    parse, and that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``)."""
+    parse, and that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``).
+    ``where`` names the file and column in the error of a column no one format reads."""
     text = column.astype(str).str.strip()
-    times, clock = parse_on_clock(text, timezone)
+    try:
+        times, clock = parse_on_clock(text, timezone, time_format)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}" if where else str(exc)) from None
     bad = np.flatnonzero(times.isna())
     return times, bad, clock
 
@@ -228,30 +248,41 @@ def time_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) 
 
 
 def _parse_times(
-    column: pd.Series, path: Path | str, name: str, timezone: str | None
+    column: pd.Series, path: Path | str, name: str, timezone: str | None, time_format: str | None = None
 ) -> tuple[pd.DatetimeIndex, str]:
-    times, bad, clock = parse_times(column, timezone)
+    times, bad, clock = parse_times(column, timezone, time_format, f"{path}: column {name!r}")
     if len(bad):
         raise time_error(column, bad, path, name)
     return times, clock
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # the networks compute in float32
+
+
 def parse_numbers(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Numbers (NaN where blank) and the positions that are neither a number nor blank."""
+    """Numbers (NaN where blank) and the positions that are neither a number nor blank, or are a
+    number no network can take: infinite, or beyond float32's range (which becomes infinite when
+    the network reads it). Such a value would train a model whose every figure is NaN."""
     if pd.api.types.is_numeric_dtype(column):
-        return column.to_numpy(dtype=np.float64), np.empty(0, dtype=np.int64)
+        numbers = column.to_numpy(dtype=np.float64)
+        return numbers, np.flatnonzero(~(np.abs(numbers) <= FLOAT32_MAX) & ~np.isnan(numbers))
     text = column.astype(str).str.strip()
     blank = text.isin(["", "nan", "NaN", "NA", "null", "None"])
-    numbers = pd.to_numeric(text.where(~blank), errors="coerce")
-    bad = np.flatnonzero((numbers.isna() & ~blank).to_numpy())
-    return numbers.to_numpy(dtype=np.float64), bad
+    numbers = pd.to_numeric(text.where(~blank), errors="coerce").to_numpy(dtype=np.float64)
+    unreadable = np.isnan(numbers) & ~blank.to_numpy()
+    out_of_range = np.abs(numbers) > FLOAT32_MAX  # inf included; False for NaN
+    return numbers, np.flatnonzero(unreadable | out_of_range)
 
 
 def number_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) -> DataError:
     first = bad[0]
-    return DataError(
-        f"{path}: column {name!r}, {_row(first, column.index)}: {column.iloc[first]!r} is not a number"
-    )
+    value = column.iloc[first]
+    number = pd.to_numeric(pd.Series([str(value).strip()]), errors="coerce").iloc[0]
+    what = "is not a number"
+    if not np.isnan(number):  # it parses, but no network can take it
+        what = f"is not a finite number within float32's range (+-{FLOAT32_MAX:.4g})"
+    where = f"{path}: column {name!r}, {_row(first, column.index)}"
+    return DataError(f"{where}: {value!r} {what} ({len(bad)} such value(s) in total)")
 
 
 def _parse_numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:

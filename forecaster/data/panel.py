@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from forecaster.data.clock import LOCAL
-from forecaster.data.frequency import infer_frequency
 from forecaster.data.loading import (
     DuplicatePolicy,
     FillPolicy,
@@ -24,6 +23,7 @@ from forecaster.data.loading import (
     _read_table,
     file_sha256,
     given_table,
+    inferred_frequency,
     number_error,
     parse_numbers,
     parse_times,
@@ -80,6 +80,7 @@ def parse_table(
     time_column: str,
     columns: list[str],
     timezone: str | None = None,
+    time_format: str | None = None,
 ) -> ParsedTable:
     ids = raw[id_column].astype(str).str.strip()
     blank = ids.eq("") | raw[id_column].isna()
@@ -87,7 +88,9 @@ def parse_table(
         first = int(blank.to_numpy().nonzero()[0][0])
         raise DataError(f"{path}: column {id_column!r}, row {first + 1}: the series id is empty")
     codes, keys = pd.factorize(ids, sort=True)
-    times, bad_times, clock = parse_times(raw[time_column], timezone)
+    times, bad_times, clock = parse_times(
+        raw[time_column], timezone, time_format, f"{path}: column {time_column!r}"
+    )
     values, bad_values = {}, {}
     for column in columns:
         values[column], bad_values[column] = parse_numbers(raw[column])
@@ -108,6 +111,7 @@ def load_panel(
     skip_bad_series: bool = False,
     timezone: str | None = None,
     table: pd.DataFrame | None = None,
+    time_format: str | None = None,
 ) -> LoadedPanel:
     """Load every series of a long-format file (or those named in ``series``); one frequency for
     all: given, or inferred from the longest series and then required of every other. With
@@ -119,7 +123,7 @@ def load_panel(
     past = [c for c in covariates if c != target]
     columns = [target, *past, *future_covariates]
     _check_columns(raw, path, [id_column, time_column, *columns])
-    table = parse_table(raw, path, id_column, time_column, columns, timezone)
+    table = parse_table(raw, path, id_column, time_column, columns, timezone, time_format)
     groups = table.rows_by_series()
     if series is not None:
         unknown = [s for s in series if s not in groups]
@@ -194,7 +198,7 @@ class SeriesChecks:
             where = f"{self.path} (series {key!r})"
             try:
                 self.check_parsed(groups[key], where)
-                return infer_frequency(pd.DatetimeIndex(self.table.times[groups[key]]))
+                return inferred_frequency(pd.DatetimeIndex(self.table.times[groups[key]]), where)
             except DataError as exc:
                 if skipped is None:
                     raise

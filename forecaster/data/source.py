@@ -30,6 +30,7 @@ def source_settings(config: DataConfig) -> dict:
         duplicates=config.duplicates or (spec.duplicates if spec else None),
         future_covariates=config.future_covariates,
         timezone=config.timezone,
+        time_format=config.time_format,
     )
 
 

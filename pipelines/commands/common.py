@@ -74,7 +74,13 @@ def run_for_user(command, *args: Any, **kwargs: Any) -> Any:
     """``command`` with its user errors and interrupts said in one line (see ``user_errors``)."""
     from forecaster.errors import ForecasterError
     from pipelines.console import errors
-    from pipelines.interrupts import INTERRUPTED_EXIT, RunInterrupted, resume_line, sigint_received
+    from pipelines.interrupts import (
+        INTERRUPTED_EXIT,
+        RunInterrupted,
+        resume_line,
+        sigint_received,
+        silence_destructors,
+    )
 
     quiet_libraries()
     try:
@@ -88,14 +94,17 @@ def run_for_user(command, *args: Any, **kwargs: Any) -> Any:
             raise
         errors.print(f"error: MLflow: {exc.message}", markup=False, soft_wrap=True)
     except RunInterrupted as exc:
+        silence_destructors()
         errors.print(resume_line(exc, kwargs.get("tracking_uri")), markup=False, soft_wrap=True)
         raise typer.Exit(INTERRUPTED_EXIT) from None
     except KeyboardInterrupt:
+        silence_destructors()
         errors.print("interrupted", markup=False)
         raise typer.Exit(INTERRUPTED_EXIT) from None
     except SystemExit:
         if not sigint_received():
             raise
+        silence_destructors()
         errors.print("interrupted", markup=False)  # Lightning's sys.exit(1) after a Ctrl-C in fit
         raise typer.Exit(INTERRUPTED_EXIT) from None
     raise typer.Exit(2)

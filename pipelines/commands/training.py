@@ -100,6 +100,8 @@ def train(
     merge(settings, "tracking", {k: v for k, v in tracking.items() if v})
     for assignment in overrides or []:
         apply_override(settings, assignment)
+    if "data" not in settings and config:
+        raise ConfigError(f"{config} has no data section: give data.path there, or --data DATASET_OR_PATH")
     if "data" not in settings:
         raise ConfigError("give --config FILE or --data DATASET_OR_PATH (see `forecast train --help`)")
     run_config = validate(settings, source=config or "settings")

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.data.frequency import step_of, steps_after
+from forecaster.data.frequency import infer_frequency, seasonal_period, step_of, steps_after
 
 
 def pandas_steps(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
@@ -49,3 +49,17 @@ def test_steps_past_the_calendar_raise_as_pandas_does(freq):
     assert steps_after(near_end - np.timedelta64(10, "D"), freq, 5).shape == (1, 5)
     with pytest.raises(OverflowError):  # a span too long for int64 nanoseconds must not wrap around
         steps_after(near_end - np.timedelta64(200 * 365, "D"), "7D", 20_000)
+
+
+@pytest.mark.parametrize(
+    ("freq", "period"), [("MS", 12), ("ME", 12), ("QS", 4), ("QE", 4), ("YS", 1), ("YE", 1)]
+)
+def test_monthly_quarterly_and_yearly_stamps_are_inferred_as_calendar_steps(freq, period):
+    """Months are 28 to 31 days: a fixed "31D" step would put most months off its grid."""
+    index = pd.date_range("2000-01-01", periods=30, freq=freq)
+    assert infer_frequency(index) == freq and seasonal_period(freq) == period
+
+
+def test_a_monthly_step_off_the_month_boundaries_stays_a_fixed_step():
+    index = pd.DatetimeIndex(["2000-01-15", "2000-02-15", "2000-03-17", "2000-04-17"])
+    assert infer_frequency(index) == "31D"

@@ -60,6 +60,28 @@ def test_each_defect_is_named(tmp_path, text, expected):
         assert fragment in message
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD.replace("3.0", "inf"), ["column 'y'", "row 3", "'inf' is not a finite number"]),
+        (GOOD.replace("3.0", "-Infinity"), ["column 'y'", "row 3", "'-Infinity' is not a finite number"]),
+        (GOOD.replace(",7", ",1e39"), ["column 'x'", "row 3", "float32's range"]),
+        (GOOD.replace("2.0", "inf").replace("4.0", "inf"), ["row 2", "2 such value(s)"]),
+    ],
+    ids=["inf", "minus-infinity", "beyond-float32", "counted"],
+)
+def test_a_number_no_network_can_take_is_named(tmp_path, text, expected):
+    """A value that parses but is infinite, or that float32 (what the networks compute in) turns
+    into infinity, would train a model whose every figure is NaN: refused, like a non-number."""
+    path = write(tmp_path, text)
+    with pytest.raises(DataError) as error:
+        load_series(path, "t", "y", ["x"])
+    message = str(error.value)
+    assert str(path) in message
+    for fragment in expected:
+        assert fragment in message
+
+
 def test_missing_file_and_missing_column(tmp_path):
     with pytest.raises(DataError, match="file not found"):
         load_series(tmp_path / "nope.csv", "t", "y")
@@ -129,3 +151,13 @@ def test_every_bundled_dataset_loads_with_its_policies(name):
 def test_unknown_dataset_lists_known_ones():
     with pytest.raises(DataError, match="unknown dataset 'nope'.*etth1"):
         get_dataset("nope")
+
+
+@pytest.mark.parametrize("rows", [0, 1, 2])
+def test_a_file_too_short_to_give_its_time_step_is_named(tmp_path, rows):
+    lines = ["t,y", *(f"2024-01-0{day + 1},{day}.0" for day in range(rows))]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=rf"{rows} row\(s\) of data; at least 3 timestamps"):
+        load_series(path, "t", "y")
+    if rows:  # a given step needs no inference
+        assert len(load_series(path, "t", "y", frequency="D").frame) == rows

@@ -61,3 +61,36 @@ def test_bad_yaml_and_missing_file(tmp_path):
     bad.write_text("data: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_run_config(bad)
+
+
+def test_a_config_that_is_a_directory_binary_or_holds_a_key_twice_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_run_config(tmp_path)
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    with pytest.raises(ConfigError, match=r"model.bin is not UTF-8 text \(byte 0\)"):
+        load_run_config(binary)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("data: {dataset: etth1}\nmodel: {cell: gru}\nmodel: {hidden_size: 8}\n")
+    with pytest.raises(ConfigError, match="key 'model' is given twice"):
+        load_run_config(twice)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "outcome"),
+    [
+        ("data.time_format=%d/%m/%Y", "%d/%m/%Y"),  # YAML cannot read it: the text as typed
+        ("model.hidden_size=[1", "model.hidden_size: Input should be a valid integer"),
+        ("model.cell=!!python/object/apply:os.system [id]", "model.cell: Input should be 'rnn'"),
+        ("model.cell={", "model.cell: Input should be 'rnn'"),
+    ],
+)
+def test_a_set_value_yaml_cannot_read_is_its_text(assignment, outcome):
+    """Never a YAML traceback: the value is the text typed, which validation then names by field
+    where the setting needs something else (and no tag constructs anything)."""
+    overrides = ["data.dataset=etth1", assignment]
+    if assignment.startswith("data.time_format"):
+        assert load_run_config(None, overrides).data.time_format == outcome
+        return
+    with pytest.raises(ConfigError, match=outcome.replace("[", r"\[")):
+        load_run_config(None, overrides)

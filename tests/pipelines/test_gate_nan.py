@@ -23,10 +23,10 @@ def gate(monkeypatch):
     client = SimpleNamespace(set_registered_model_alias=lambda name, alias, version: moved.append(version))
     monkeypatch.setattr(registry.mlflow, "MlflowClient", lambda: client)
 
-    def decide(model_mae: float, naive_mae: float, allow: bool = False):
+    def decide(model_mae: float, naive_mae: float, allow: bool = False, force: bool = False):
         scores = {"model": {"mae": model_mae}, "naive": {"mae": naive_mae}}
         monkeypatch.setattr(registry, "evaluate_selection", lambda *args: SimpleNamespace(metrics=scores))
-        return registry._promote("m", "1", "champion", None, False, allow), moved
+        return registry._promote("m", "1", "champion", None, force, allow), moved
 
     return decide
 
@@ -34,7 +34,16 @@ def gate(monkeypatch):
 def test_a_nan_selection_mae_gets_no_alias(gate):
     decision, moved = gate(math.nan, 1.0)
     assert not decision.promoted and moved == []
-    assert "--allow-worse-than-naive" in decision.reason
+    assert "not finite" in decision.reason
+
+
+@pytest.mark.parametrize(("allow", "force"), [(True, False), (False, True), (True, True)])
+def test_no_flag_gives_a_non_finite_model_an_alias(gate, allow, force):
+    """--allow-worse-than-naive and --force waive the figures, not a model the service cannot load
+    (its warm-up forecast is not finite)."""
+    decision, moved = gate(math.nan, 1.0, allow=allow, force=force)
+    assert not decision.promoted and moved == []
+    assert "whatever the flags" in decision.reason
 
 
 def test_a_model_below_naive_still_takes_an_empty_alias(gate):

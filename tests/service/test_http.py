@@ -116,7 +116,7 @@ def test_a_model_trained_on_local_time_takes_a_zoned_stamps_wall_time_as_written
 BAD = [
     ({"series": [{"values": [1.0] * 5}]}, "series[0].values", "5 steps; the model needs at least 14"),
     ({"series": [{"values": [1.0] * 13 + ["x"]}]}, "series[0].values[13]", "'x' is not a number"),
-    ({"series": [{"values": [1.0] * 13 + [True]}]}, "series[0].values[13]", "True is not a number"),
+    ({"series": [{"values": [1.0] * 13 + [True]}]}, "series[0].values[13]", "true is not a number"),
     ({"series": [{"values": [1.0] * 13 + [None]}]}, "series[0].values[13]", "null is not a number"),
     ({"series": [{"values": [1.0] * 13 + [1e39]}]}, "series[0].values[13]", "beyond +-3.4e38"),
     (
@@ -125,6 +125,7 @@ BAD = [
         "not true or false",
     ),
     ({"series": [{"values": [1.0] * 14}], "return_attention": 1}, "return_attention", "not true or false"),
+    ({"series": [{"values": [1.0] * 14}], "return_attention": None}, "return_attention", "null is not true"),
     ({"series": [{"values": [[1.0, 2.0]] * 14}]}, "series[0].values", "rows have 2 number(s)"),
     ({"series": [{"values": [[1.0], [2.0, 3.0]]}]}, "series[0].values", "ragged rows"),
     ({"series": [{"values": [1.0, [2.0]]}]}, "series[0].values[1]", "mix of numbers and rows"),

@@ -1,0 +1,73 @@
+"""One format for a whole time column: a value's own guess never reads one row month first and
+the next day first, and a column that reads both ways is refused until data.time_format says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from forecaster.config import DataConfig
+from forecaster.data.loading import load_series
+from forecaster.data.source import load_from_config
+from forecaster.errors import DataError
+
+
+def write(tmp_path: Path, stamps: list[str]) -> Path:
+    path = tmp_path / "series.csv"
+    path.write_text("t,y\n" + "".join(f"{stamp},{i}.0\n" for i, stamp in enumerate(stamps)))
+    return path
+
+
+def days(start: str, count: int, fmt: str) -> list[str]:
+    return [d.strftime(fmt) for d in pd.date_range(start, periods=count, freq="D")]
+
+
+def test_a_day_first_column_is_read_day_first_throughout(tmp_path):
+    """The first values read both ways (01/02 ... 12/02); the 13th only day first: the whole column
+    is read day first, not its first 12 rows month first."""
+    path = write(tmp_path, days("2012-02-01", 20, "%d/%m/%Y"))
+    series = load_series(path, "t", "y")
+    assert series.frequency == "D"
+    assert series.frame.index[0] == pd.Timestamp("2012-02-01")
+    assert series.frame.index[-1] == pd.Timestamp("2012-02-20")
+
+
+def test_a_month_first_column_is_read_month_first_throughout(tmp_path):
+    path = write(tmp_path, days("2012-01-02", 20, "%m/%d/%Y"))
+    series = load_series(path, "t", "y")
+    assert series.frame.index[0] == pd.Timestamp("2012-01-02") and series.frequency == "D"
+
+
+def test_a_column_that_reads_both_ways_is_refused_until_the_format_is_given(tmp_path):
+    """Monthly, day first: every value reads month first too (as days of January), which
+    ``format="mixed"`` took, and a fill policy then filled thousands of invented days."""
+    stamps = [d.strftime("%d/%m/%Y") for d in pd.date_range("2000-01-01", periods=12, freq="MS")]
+    path = write(tmp_path, stamps)
+    with pytest.raises(DataError) as error:
+        load_series(path, "t", "y", fill="interpolate")
+    message = str(error.value)
+    for fragment in (str(path), "column 't'", "'01/02/2000'", "%m/%d/%Y", "%d/%m/%Y", "data.time_format"):
+        assert fragment in message
+    config = DataConfig(path=str(path), time_column="t", target="y", time_format="%d/%m/%Y")
+    series = load_from_config(config)
+    assert series.frequency == "MS" and series.frame.index[1] == pd.Timestamp("2000-02-01")
+
+
+def test_iso_dates_are_never_read_day_first(tmp_path):
+    path = write(tmp_path, days("2024-01-02", 5, "%Y-%m-%d"))
+    assert load_series(path, "t", "y").frame.index[0] == pd.Timestamp("2024-01-02")
+
+
+def test_a_value_in_another_format_is_named_not_guessed(tmp_path):
+    stamps = days("2024-01-01", 6, "%Y-%m-%d")
+    stamps[4] = "01/05/2024"
+    with pytest.raises(DataError, match=r"column 't', row 5: cannot parse timestamp '01/05/2024'"):
+        load_series(write(tmp_path, stamps), "t", "y")
+
+
+def test_a_given_format_that_does_not_fit_names_the_row(tmp_path):
+    path = write(tmp_path, days("2024-01-01", 6, "%Y-%m-%d"))
+    with pytest.raises(DataError, match=r"row 1: cannot parse timestamp '2024-01-01'"):
+        load_series(path, "t", "y", time_format="%d/%m/%Y")
