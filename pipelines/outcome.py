@@ -35,8 +35,8 @@ class TrainingOutcome:
     # attention models: MSE with / without what the attention retrieves, "selection" and "test"
     # (forecaster/evaluation.py, ``RetrievalEffect``; test reported only)
     retrieval: dict[str, float] | None = None
-    # the fit alone (``seconds``: the whole run, evaluation and logging too); benchmarks/ett_benchmark.py
-    # reads it
+    # the fit alone (``seconds``: the whole command, evaluation and logging too; after a --resume
+    # both count from the resume, docs/training.md); benchmarks/ett_benchmark.py reads it
     train_seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:

@@ -7,7 +7,11 @@ and, while epochs are left, ``~3 min 29 s left (at most)`` (patience: epochs ear
 waits for a better val_loss; seconds: that epoch's time; the time left, from the first epoch on:
 the epochs left to ``train.epochs`` at the mean epoch time so far. "At most": early stopping may
 end sooner, and a user deciding whether to wait needs the bound, not a guess at when patience
-runs out). Only the global-zero process prints (DDP workers stay silent)."""
+runs out). Only the global-zero process prints (DDP workers stay silent).
+
+The line shows the state after that epoch: patience once early stopping has counted it (0 on
+the line of the epoch that ends training), and after ``--resume`` the run's best, not this
+process's (the same epochs that patience counts from)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ import time
 from typing import Any
 
 import pytorch_lightning as pl
-from pytorch_lightning.callbacks import ProgressBar
+import torch
+from pytorch_lightning.callbacks import EarlyStopping, ProgressBar
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -27,6 +32,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+from forecaster.checkpoints import EpochCheckpoint
 
 
 def _value(trainer: pl.Trainer, key: str) -> float | None:
@@ -54,6 +61,33 @@ def duration_words(seconds: float) -> str:
         return f"~{whole // 60} min" + (f" {whole % 60} s" if whole % 60 else "")
     minutes = round(seconds / 60)
     return f"~{minutes // 60} h {minutes % 60} min"
+
+
+def patience_left(stopper: EarlyStopping, current: torch.Tensor | None) -> int:
+    """Epochs ``stopper`` still waits for a better value once it has checked this epoch's
+    ``current``. Checking at a train epoch's end (Lightning's default when validation runs once
+    an epoch), it runs after every other callback there, the epoch line included, so its
+    ``wait_count`` is still the previous epoch's: the line works out the check's result, as the
+    stopper does. Checking after validation instead, it has already counted the epoch."""
+    counted = not getattr(stopper, "_check_on_train_epoch_end", True)
+    if counted or current is None:
+        return max(stopper.patience - stopper.wait_count, 0)
+    current = current.squeeze()
+    if stopper.check_finite and not torch.isfinite(current):
+        return 0  # the stopper ends training at once, whatever the patience
+    improved = stopper.monitor_op(current - stopper.min_delta, stopper.best_score.to(current.device))
+    return stopper.patience if improved else max(stopper.patience - stopper.wait_count - 1, 0)
+
+
+def best_so_far(trainer: pl.Trainer) -> tuple[float, int] | None:
+    """The run's best val_loss and its epoch (1-based) held by its checkpoint callback: on a
+    resume, restored from the checkpoint, so they include the epochs before this process."""
+    for callback in trainer.checkpoint_callbacks:
+        if isinstance(callback, EpochCheckpoint) and callback.best_epoch is not None:
+            score = callback.best_score
+            if score is not None and math.isfinite(score):
+                return score, callback.best_epoch + 1
+    return None
 
 
 class EpochProgress(ProgressBar):
@@ -86,6 +120,9 @@ class EpochProgress(ProgressBar):
         return self.enabled and trainer.is_global_zero
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        restored = best_so_far(trainer)  # resumed: the best may lie before this process
+        if restored is not None:
+            self.best, self.best_epoch = restored
         if not self._showing(trainer) or not self.live:
             return
         self._progress = Progress(
@@ -144,7 +181,8 @@ class EpochProgress(ProgressBar):
         ]
         stopper = trainer.early_stopping_callback
         if stopper is not None:
-            parts.append(f"patience {stopper.patience - stopper.wait_count}/{stopper.patience}")
+            waits = patience_left(stopper, trainer.callback_metrics.get(stopper.monitor))
+            parts.append(f"patience {waits}/{stopper.patience}")
         seconds = time.perf_counter() - self._epoch_started
         self._epoch_seconds.append(seconds)
         parts.append(f"{seconds:.1f} s")

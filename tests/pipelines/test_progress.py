@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import re
 import time
 from datetime import datetime
+from pathlib import Path
 
 import optuna
 import pytest
 import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import EarlyStopping
+from rich.console import Console
+from torch.utils.data import DataLoader, TensorDataset
 
+from forecaster.checkpoints import LAST, EpochCheckpoint
 from forecaster.config import SplitConfig
 from pipelines.backtest import fold_line
 from pipelines.progress import EpochProgress, duration_words, time_left
@@ -63,6 +71,103 @@ def test_the_first_epoch_line_says_the_most_time_left():
     assert line.startswith("epoch 1/10  train_loss -  val_loss -  best - (epoch -)  ")
     # 9 epochs left at 20 s each (a few tenths more if this process is held up in between)
     assert re.search(r"  20\.\d s  ~3 min( \d s)? left \(at most\)$", line), line
+
+
+class ScriptedValLoss(pl.LightningModule):
+    """A model whose val_loss is ``val_losses[epoch]``: which epochs improve, and so what early
+    stopping does, is known in advance, with no real training."""
+
+    def __init__(self, val_losses: list[float]) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.val_losses = val_losses
+
+    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return (self.weight * batch[0]).sum()
+
+    def validation_step(self, batch: list[torch.Tensor], batch_idx: int) -> None:
+        self.log("val_loss", self.val_losses[self.current_epoch])
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.0)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.ones(1, 1)))
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(TensorDataset(torch.ones(1, 1)))
+
+
+STATE = re.compile(r"^(epoch \d+/\d+) .*  (best \S+ \(epoch \S+\)  patience \d+/\d+)  ")
+
+
+def shown_states(
+    val_losses: list[float],
+    patience: int,
+    epochs: int | None = None,
+    checkpoints: Path | None = None,
+    resume: bool = False,
+    **stopping: bool | None,
+) -> list[str]:
+    """Fit ScriptedValLoss with early stopping and the epoch lines; each line's epoch, best and
+    patience (the seconds differ from run to run). With ``checkpoints``, the run's checkpoints
+    (forecaster/checkpoints.py) go there, and ``resume`` continues from its last.ckpt."""
+    shown = io.StringIO()
+    console = Console(file=shown, width=400)
+    callbacks: list[pl.Callback] = [
+        EarlyStopping("val_loss", patience=patience, **stopping),
+        EpochProgress(console, live=False),
+    ]
+    if checkpoints is not None:
+        callbacks.append(EpochCheckpoint(checkpoints))
+    trainer = pl.Trainer(
+        max_epochs=epochs or len(val_losses),
+        callbacks=callbacks,
+        logger=False,
+        enable_checkpointing=checkpoints is not None,
+        enable_model_summary=False,
+        default_root_dir=checkpoints,
+    )
+    last = None if checkpoints is None or not resume else checkpoints / LAST
+    trainer.fit(ScriptedValLoss(val_losses), ckpt_path=last)
+    return [" ".join(m.groups()) for line in shown.getvalue().splitlines() if (m := STATE.match(line))]
+
+
+# improves at epochs 1, 2 and 4, then waits 3 epochs in vain: early stopping ends it after epoch 7
+LOSSES = [0.5, 0.3, 0.4, 0.25, 0.35, 0.3, 0.26, 0.1]
+
+
+# None: the stopper checks at the train epoch's end, after the line's callback; False: after validation
+@pytest.mark.parametrize("at_epoch_end", [None, False])
+def test_patience_is_what_early_stopping_has_left_after_the_epoch(at_epoch_end):
+    states = shown_states(LOSSES, patience=3, check_on_train_epoch_end=at_epoch_end)
+    assert states == [
+        "epoch 1/8 best 0.5000 (epoch 1)  patience 3/3",
+        "epoch 2/8 best 0.3000 (epoch 2)  patience 3/3",
+        "epoch 3/8 best 0.3000 (epoch 2)  patience 2/3",
+        "epoch 4/8 best 0.2500 (epoch 4)  patience 3/3",
+        "epoch 5/8 best 0.2500 (epoch 4)  patience 2/3",
+        "epoch 6/8 best 0.2500 (epoch 4)  patience 1/3",
+        "epoch 7/8 best 0.2500 (epoch 4)  patience 0/3",  # the line of the epoch that ends training
+    ]
+
+
+def test_a_non_finite_val_loss_ends_training_at_patience_zero():
+    states = shown_states([0.5, math.nan, 0.1], patience=3)
+    assert states[-1] == "epoch 2/3 best 0.5000 (epoch 1)  patience 0/3"
+
+
+def test_a_resumed_run_shows_the_best_and_patience_of_an_uninterrupted_one(tmp_path):
+    """Stopped during epoch 6 (its last.ckpt holds 5 epochs, best at epoch 4), then resumed: the
+    resumed lines read as the uninterrupted run's, best at epoch 4, patience counting from it."""
+    uninterrupted = shown_states(LOSSES, patience=3)
+    shown_states(LOSSES, patience=3, epochs=6, checkpoints=tmp_path)
+    resumed = shown_states(LOSSES, patience=3, checkpoints=tmp_path, resume=True)
+    assert resumed == uninterrupted[5:]
+    assert resumed == [
+        "epoch 6/8 best 0.2500 (epoch 4)  patience 1/3",
+        "epoch 7/8 best 0.2500 (epoch 4)  patience 0/3",
+    ]
 
 
 def test_backtest_line_per_fold():
