@@ -22,6 +22,7 @@ calibration and the promotion gate (``log(register=...)``) read the selection da
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,11 +30,11 @@ from typing import Any, TypeAlias
 
 import pandas as pd
 
-from forecaster.config import ForecastConfig
+from forecaster.config import ForecastConfig, check_model_choice
 from forecaster.data.datamodule import Prepared, prepare
 from forecaster.data.loading import FRAME_SOURCE
 from forecaster.data.source import load_from_config
-from forecaster.errors import ConfigError
+from forecaster.errors import ConfigError, did_you_mean
 from forecaster.evaluation import MODEL, Evaluation, evaluate
 from forecaster.model_data import data_config_for, evaluate_model, own_columns
 from forecaster.next_steps import check_predictable, forecast_loaded
@@ -85,14 +86,14 @@ class Forecaster:
         horizon: int | None = None,
         epochs: int | None = None,
         config: str | Path | Mapping[str, Any] | ForecastConfig | None = None,
-        **sections: Mapping[str, Any],
+        **sections: Any,
     ) -> None:
         self.settings = initial_settings(config)
-        for section, values in sections.items():
-            merge(self.settings, section, dict(values))
+        merge_sections(self.settings, sections)
         if isinstance(model, Mapping):
             merge(self.settings, "model", dict(model))
             model = None
+        check_model_choice(model, f"Forecaster(model={model!r})")
         merge(self.settings, "model", model_settings(model, cell, bidirectional, attention, decoder))
         sizes = {"hidden_size": hidden_size, "layers": layers}
         merge(self.settings, "model", {key: value for key, value in sizes.items() if value is not None})
@@ -131,6 +132,8 @@ class Forecaster:
         merge(settings, "data", given)
         if "data" not in settings:
             raise ConfigError("give the data: a DataFrame, a CSV/Parquet file or a bundled dataset's name")
+        if table is not None:
+            check_frame_columns(settings["data"])
         self.config = validated(settings)
         self.table = table
         self.prepared = prepare(load_from_config(self.config.data, table=table), self.config)
@@ -282,6 +285,55 @@ class Forecaster:
         if data is not None:
             overrides |= data_settings(str(data), time_column, target)
         return data_config_for(predictor, overrides), None
+
+
+# the config sections ``Forecaster(**sections)`` takes as mappings (``model`` has its own argument;
+# ``tracking``: ``log``'s defaults, as a `forecast train` YAML's); ``intervals`` is a list of levels
+MAPPING_SECTIONS = ("data", "split", "window", "train", "tracking")
+LIST_SECTIONS = ("intervals",)
+
+
+def merge_sections(settings: dict[str, Any], sections: Mapping[str, Any]) -> None:
+    """``Forecaster``'s keyword arguments beyond its own, each a config section over ``settings``.
+    A name that is no section is a misspelt argument (``lookbak=5``): said as such, not read as a
+    section whose value is not a mapping."""
+    for name, values in sections.items():
+        if name in LIST_SECTIONS:
+            settings[name] = values  # the config validates it, naming the field
+        elif name not in MAPPING_SECTIONS:
+            raise ConfigError(unknown_argument(name))
+        elif not isinstance(values, Mapping):
+            raise ConfigError(
+                f"Forecaster({name}=...): the {name} section is a mapping of its settings, e.g. "
+                f"{name}={{...}}, not {type(values).__name__} {values!r}"
+            )
+        else:
+            merge(settings, name, dict(values))
+
+
+def unknown_argument(name: str) -> str:
+    """What ``Forecaster(name=...)`` is told: the closest argument, then every one it takes."""
+    arguments = [
+        p for p in inspect.signature(Forecaster.__init__).parameters if p not in ("self", "sections")
+    ]
+    sections = [*MAPPING_SECTIONS, *LIST_SECTIONS]
+    return (
+        f"Forecaster({name}=...): unknown argument{did_you_mean(name, [*arguments, *sections])} "
+        f"(arguments: {', '.join(arguments)}; config sections: {', '.join(sections)})"
+    )
+
+
+def check_frame_columns(data: Mapping[str, Any]) -> None:
+    """A DataFrame has no bundled dataset's columns to fall back on: its time column and target
+    are named by ``fit``'s arguments (or the config's data section), said in those terms rather
+    than the config's words for a file."""
+    missing = [name for name in ("time_column", "target") if data.get(name) is None]
+    if missing:
+        named = " and ".join(f"`{name}`" for name in missing)
+        raise ConfigError(
+            f"a DataFrame needs {named}: fit(df, time_column=..., target=...) (the time column may be "
+            "df's index, named as time_column), or data={'time_column': ..., 'target': ...}"
+        )
 
 
 def initial_settings(config: str | Path | Mapping[str, Any] | ForecastConfig | None) -> dict[str, Any]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from forecaster.data.clock import valid_zone
+from forecaster.errors import ConfigError, did_you_mean
 
 
 class StrictModel(BaseModel):
@@ -155,17 +156,35 @@ class WindowConfig(StrictModel):
     stride: int = Field(1, ge=1, description="step between training windows")
 
 
+Cell = Literal["rnn", "lstm", "gru"]
+Attention = Literal["none", "bahdanau"]
+# what `--model` and ``Forecaster(model=...)`` name: a cell (a many-to-one network of it) or seq2seq
+MODEL_CHOICES: tuple[str, ...] = (*get_args(Cell), "seq2seq")
+
+
+def check_model_choice(model: str | None, given_as: str) -> None:
+    """Refuse a ``model`` shorthand that names no model, as the user wrote it (``given_as``:
+    ``--model transformer``, ``Forecaster(model='transformer')``): read as a cell, it would be
+    refused as ``model.cell``, a field the user never typed."""
+    if model is None or model in MODEL_CHOICES:
+        return
+    *cells, seq2seq = MODEL_CHOICES
+    choices = f"{', '.join(cells)} (a many-to-one network of that cell) or {seq2seq}"
+    raise ConfigError(f"{given_as}: not a model; choose {choices}{did_you_mean(model, MODEL_CHOICES)}")
+
+
 class ModelConfig(StrictModel):
     architecture: Literal["many_to_one", "seq2seq"] = "many_to_one"
-    cell: Literal["rnn", "lstm", "gru"] = "lstm"
+    cell: Cell = "lstm"
     hidden_size: int = Field(64, ge=1)
     layers: int = Field(2, ge=1)
     dropout: float = Field(0.1, ge=0, lt=1)
     bidirectional: bool = False
-    attention: Literal["none", "bahdanau"] = Field(
-        "bahdanau",
-        description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k)) or `none` (the decoder sees "
-        "the encoder's final state alone)",
+    attention: Attention = Field(
+        "none",
+        description="seq2seq: `bahdanau` (additive: v^T tanh(W q + U k), its default) or `none` (the "
+        "decoder sees the encoder's final state alone). Many-to-one networks have none: `none`, "
+        "their only value (so a run's logged `model.attention` says what its network has)",
     )
     attention_layout: Literal["lags", "steps", "states"] = Field(
         "lags",
@@ -259,6 +278,28 @@ class ModelConfig(StrictModel):
         q = self.quantiles
         if any(not 0 < x < 1 for x in q) or q != sorted(set(q)):
             raise ValueError("model.quantiles: distinct, increasing, each strictly between 0 and 1")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _attention_default_of_its_architecture(cls, values: Any) -> Any:
+        """Unset, ``attention`` is `bahdanau` for seq2seq and `none` for the networks that have
+        none: one default per architecture, so the default config builds either with nothing set."""
+        if not isinstance(values, dict) or "attention" in values:
+            return values
+        seq2seq = values.get("architecture") == "seq2seq"
+        return {**values, "attention": "bahdanau" if seq2seq else "none"}
+
+    @model_validator(mode="after")
+    def _attention_needs_seq2seq(self) -> ModelConfig:
+        """Attention asked for on a network without it is refused, not ignored: a many-to-one
+        LSTM trained in its place would look like an attention model's run."""
+        if self.attention != "none" and self.architecture != "seq2seq":
+            raise ValueError(
+                f"model.attention (--attention) {self.attention!r}: only seq2seq has attention (--model "
+                "seq2seq, or model.architecture: seq2seq); a many-to-one network has none: leave "
+                "attention unset or set it to none"
+            )
         return self
 
     @model_validator(mode="after")
@@ -391,14 +432,27 @@ class ForecastConfig(StrictModel):
                 )
 
 
+def without_attention_of_many_to_one(config: dict) -> dict:
+    """A many-to-one model saved when ``model.attention`` defaulted to `bahdanau` for every
+    architecture says `bahdanau`, though only seq2seq networks were ever built with attention: it
+    loads as `none`, what its network has (the config now refuses attention on many-to-one).
+    Nothing about the network changes."""
+    model = config.get("model", {})
+    if model.get("architecture", "many_to_one") == "seq2seq" or model.get("attention", "none") == "none":
+        return config
+    return {**config, "model": {**model, "attention": "none"}}
+
+
 def with_attention_layout_of_its_time(config: dict) -> dict:
-    """A saved config as its network was built: before issue 41 every attention model had the
+    """A saved config as its network was built (a many-to-one one without attention:
+    ``without_attention_of_many_to_one``): before issue 41 every attention model had the
     `states` layout (one query per decoder state), and its saved config has no
     ``model.attention_layout``; a `lags` model saved before ``model.attention_values`` retrieved
     its steps' encoder states with their inputs; a `lags` or `steps` model saved before
     ``model.attention_retrieves_calendar`` retrieved its steps' calendar features with their values,
     and a step-by-step `lags` one their encoder states too (the field came with both changes).
     Such a model loads as it was built and forecasts as it did."""
+    config = without_attention_of_many_to_one(config)
     model = config.get("model", {})
     attends = model.get("architecture") == "seq2seq" and model.get("attention", "bahdanau") != "none"
     if not attends:

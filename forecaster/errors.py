@@ -1,5 +1,8 @@
 """Errors a user can act on: each names what is wrong and where."""
 
+from collections.abc import Iterable
+from difflib import get_close_matches
+
 
 class ForecasterError(Exception):
     """Base class for errors that should reach the user as one clear line, not a traceback."""
@@ -15,3 +18,10 @@ class ConfigError(ForecasterError):
 
 class ModelLoadError(ForecasterError):
     """No model can be loaded from the URI given (names it, and MLflow's reason)."""
+
+
+def did_you_mean(given: str, choices: Iterable[str]) -> str:
+    """``"; did you mean `lookback`?"`` for the choice closest to a misspelling, else nothing:
+    the fix in the error itself, for the typo that caused it."""
+    close = get_close_matches(given, list(choices), n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""

@@ -82,6 +82,8 @@ def suggest(trial: optuna.Trial | optuna.trial.FixedTrial, base: RunConfig) -> R
         model["segment_length"] = 0
         if model.get("decoder", "autoregressive") != "direct":
             model["highway"] = 0  # the step-by-step decoder has no linear skip (config refuses one)
+    else:
+        model["attention"] = "none"  # a seq2seq base's attention: a many-to-one network has none
     train["progress_bar"] = False
     return RunConfig.model_validate(data)
 

@@ -82,7 +82,7 @@ def test_bad_input_is_named_not_a_traceback():
 
     with pytest.raises(ForecasterError, match="Temperature"):
         Forecaster("gru", **TINY_ARGS).fit(melbourne(), time_column="Date", target="Temperature")
-    with pytest.raises(ForecasterError, match="model.cell"):
+    with pytest.raises(ForecasterError, match=r"Forecaster\(model='transformer'\): not a model"):
         Forecaster("transformer", **TINY_ARGS).fit(melbourne(), time_column="Date", target="Temp")
     with pytest.raises(ForecasterError, match="fit the Forecaster first"):
         Forecaster("gru").predict(melbourne())

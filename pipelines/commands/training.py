@@ -42,7 +42,10 @@ def train(
     model: Annotated[str | None, typer.Option(help="rnn, lstm, gru or seq2seq")] = None,
     cell: Annotated[str | None, typer.Option(help="seq2seq cell: rnn, lstm, gru")] = None,
     bidirectional: Annotated[bool | None, typer.Option("--bidirectional/--unidirectional")] = None,
-    attention: Annotated[str | None, typer.Option(help="seq2seq attention: none or bahdanau")] = None,
+    attention: Annotated[
+        str | None,
+        typer.Option(help="seq2seq attention (with --model seq2seq): bahdanau, its default, or none"),
+    ] = None,
     decoder: Annotated[
         str | None,
         typer.Option(
@@ -71,6 +74,7 @@ def train(
     tracking_uri: TrackingUri = None,
 ) -> None:
     """Train one model, evaluate it against the baselines, log it to MLflow, optionally register."""
+    from forecaster.config import check_model_choice
     from forecaster.data.header import check_data_columns
     from forecaster.errors import ConfigError
     from pipelines.config import apply_override, validate
@@ -86,6 +90,7 @@ def train(
     settings = read_yaml(config) if config else {}
     columns = (time_column, target, comma_list(features), comma_list(future_covariates), id_column)
     merge(settings, "data", data_settings(data, *columns))
+    check_model_choice(model, f"--model {model}")
     merge(settings, "model", model_settings(model, cell, bidirectional, attention, decoder))
     merge(settings, "split", split_settings(split))
     merge(settings, "window", window_settings(lookback, horizon))

@@ -47,6 +47,18 @@ def assert_one_line_error(result, *fragments: str) -> None:
             ["train.devices='0,1'", "CPUAccelerator"],
         ),
         (["--data", "melbourne-temp", "--accelerator", "gpux"], ["train.accelerator='gpux'", "cuda"]),
+        (
+            ["--data", "melbourne-temp", "--attention", "bahdanau"],
+            ["model.attention (--attention) 'bahdanau'", "only seq2seq", "--model seq2seq"],
+        ),
+        (
+            ["--data", "melbourne-temp", "--model", "gru", "--set", "model.attention=bahdanau"],
+            ["model.attention", "--model seq2seq"],
+        ),
+        (
+            ["--data", "melbourne-temp", "--model", "transformer"],
+            ["--model transformer: not a model", "rnn, lstm, gru", "or seq2seq"],
+        ),
     ],
     ids=[
         "missing-file",
@@ -62,6 +74,9 @@ def assert_one_line_error(result, *fragments: str) -> None:
         "devices-zero",
         "gpu-indices-on-cpu",
         "accelerator",
+        "attention-without-seq2seq",
+        "attention-set-on-a-cell",
+        "unknown-model",
     ],
 )
 def test_bad_train_input(args, fragments, tracking_uri):

@@ -107,3 +107,25 @@ def test_a_seq2seq_trial_drops_the_base_configs_highway_the_step_by_step_decoder
     assert config.model.architecture == "seq2seq" and config.model.highway == 0
     many_to_one = suggest(optuna.trial.FixedTrial({**trial.params, "architecture": "many_to_one"}), base)
     assert many_to_one.model.highway == 7
+
+
+def test_a_many_to_one_trial_of_a_seq2seq_base_config_has_no_attention():
+    """A seq2seq base's model.attention is not carried into a many-to-one trial, which the config
+    would refuse (attention is seq2seq's), ending the study."""
+    import optuna
+
+    from pipelines.config import load_run_config
+    from pipelines.sweep import suggest
+
+    base = load_run_config(
+        None, ["data.dataset=melbourne-temp", "window.lookback=14", "model.architecture=seq2seq"]
+    )
+    assert base.model.attention == "bahdanau"
+    trial = optuna.trial.FixedTrial(
+        {
+            "architecture": "many_to_one", "cell": "gru", "bidirectional": False, "hidden_size": 16,
+            "layers": 1, "dropout": 0.1, "lookback": 14, "learning_rate": 1e-3,
+        }
+    )  # fmt: skip
+    config = suggest(trial, base)
+    assert config.model.architecture == "many_to_one" and config.model.attention == "none"

@@ -49,6 +49,8 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     params = run.data.params
     assert params["model.hidden_size"] == "8" and params["dataset.name"] == "melbourne-temp"
     assert len(params["dataset.sha256"]) == 64 and int(params["split.test.rows"]) > 0
+    # what the network has: filtering runs on model.attention = 'bahdanau' finds attention models only
+    assert params["model.attention"] == ("bahdanau" if family == "seq2seq-attention" else "none")
     assert run.data.tags["mlflow.source.git.commit"]
     assert run.data.tags["version.torch"].startswith("2.13.0")
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
