@@ -37,6 +37,7 @@ from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError, did_you_mean
 from forecaster.evaluation import MODEL, Evaluation, evaluate
 from forecaster.model_data import data_config_for, evaluate_model, own_columns
+from forecaster.next_attention import next_attention
 from forecaster.next_steps import check_predictable, forecast_loaded
 from forecaster.options import data_settings, merge, model_settings, read_yaml, window_settings
 from forecaster.predictor import Predictor
@@ -189,6 +190,24 @@ class Forecaster:
         frame.attrs["skipped"] = skipped
         return frame
 
+    def attention(
+        self,
+        data: Data | None = None,
+        *,
+        time_column: str | None = None,
+        target: str | None = None,
+        id_column: str | None = None,
+    ) -> pd.DataFrame:
+        """Where the forecast after the end of ``data`` reads from: the attention weights of an
+        attention model, a row per forecast step (its timestamp) and a column per look-back step
+        (its timestamp), each row summing to 1 (``forecaster/next_attention.py``); a panel's
+        series stacked under their ids. ``data`` None: the data the model was fit on. What
+        ``predict`` forecasts from the same data, and the service's ``return_attention``."""
+        predictor = self.fitted_predictor()
+        check_predictable(predictor, "this model")
+        data_config, table = self.data_for(data, time_column, target, id_column)
+        return next_attention(predictor, load_from_config(data_config, True, table))
+
     def evaluate(
         self,
         data: Data | None = None,
@@ -274,8 +293,8 @@ class Forecaster:
         """The data settings and rows ``predict`` and ``evaluate`` read: ``data`` with the model's
         own columns (a different time or target column named), or the model's own data."""
         predictor = self.fitted_predictor()
-        if data is None and self.table is not None:
-            data = self.table
+        if data is None and self.table is not None:  # the frame fit read: a panel's by its ids again
+            data, id_column = self.table, id_column or predictor.config.data.id_column
         overrides = {} if id_column is None else {"id_column": id_column}
         if isinstance(data, pd.DataFrame):
             own_time, own_target = own_columns(predictor)

@@ -1,0 +1,60 @@
+"""Where the next forecast reads from: the attention weights of the H steps after the end of a
+series, as a table a notebook can plot (``Forecaster.attention``).
+
+What the service returns with ``"return_attention": true`` (H rows of L weights), labelled by time:
+a row per forecast step (its timestamp), a column per look-back step (its timestamp), each row
+summing to 1. A panel gives one such block per series, the series id the outer row level. Read
+it as docs/models.md ("Reading the attention") says: a peak 24 columns before a row's own hour is
+"the same hour yesterday".
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from forecaster.data.loading import LoadedSeries
+from forecaster.data.panel import LoadedPanel
+from forecaster.errors import ConfigError, DataError
+from forecaster.next_steps import too_short
+from forecaster.predictor import Predictor
+
+FORECAST_TIME, LOOKBACK_TIME = "forecast time", "look-back time"
+
+
+def next_attention(predictor: Predictor, loaded: LoadedSeries | LoadedPanel) -> pd.DataFrame:
+    """(H, L) weights of the forecast after the end of ``loaded`` (a panel: every member long
+    enough, stacked under its id); ConfigError for a model without attention."""
+    if not predictor.has_attention:
+        raise ConfigError(
+            "this model has no attention (only seq2seq models with model.attention: bahdanau have one)"
+        )
+    if not isinstance(loaded, LoadedPanel):
+        return series_attention(predictor, loaded)
+    members = {key: series for key, series in loaded.members.items() if not too_short(predictor, series)}
+    if not members:
+        raise DataError(
+            f"no series of the panel is long enough to forecast ({too_short_reason(loaded, predictor)})"
+        )
+    blocks = {key: series_attention(predictor, series) for key, series in members.items()}
+    return pd.concat(blocks, names=[loaded.id_column, FORECAST_TIME])
+
+
+def series_attention(predictor: Predictor, series: LoadedSeries) -> pd.DataFrame:
+    problem = too_short(predictor, series)
+    if problem:
+        raise DataError(problem)
+    recent = series.frame[predictor.features].iloc[-predictor.lookback :]
+    ids = None if series.series_id is None else [series.series_id]
+    prediction = predictor.predict(
+        recent.to_numpy()[None], recent.index.values[None], return_attention=True, series_ids=ids
+    )
+    assert prediction.attention is not None and prediction.future_times is not None
+    return pd.DataFrame(
+        prediction.attention[0],  # (H, L)
+        index=pd.DatetimeIndex(prediction.future_times[0], name=FORECAST_TIME),
+        columns=pd.DatetimeIndex(recent.index, name=LOOKBACK_TIME),
+    )
+
+
+def too_short_reason(panel: LoadedPanel, predictor: Predictor) -> str:
+    return next(reason for series in panel.members.values() if (reason := too_short(predictor, series)))
