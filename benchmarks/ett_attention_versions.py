@@ -105,12 +105,16 @@ def version_below(version: Version, lookback: int, horizon: int, recorded: list[
     )
 
 
-def means_below(version: Version, lookback: int, horizon: int, recorded: list[dict]) -> tuple[bool, bool]:
+def means_below(
+    version: Version, lookback: int, horizon: int, recorded: list[dict]
+) -> tuple[bool, bool] | None:
     """Whether the version's seed mean is below its twin's at one cell, on selection and on test:
-    the ablation's own reading of a cell (every cell has both networks' seeds, a test says)."""
+    the ablation's own reading of a cell; None where either lacks a seed (as ``version_below``)."""
     attention = runs_of(ATTENTION, version.attention, recorded)
     twin = runs_of(TWIN, version.twin, recorded)
     keys = sorted(k for k in attention if k[:2] == (lookback, horizon))
+    if not keys or any(k not in twin for k in keys):
+        return None
     a, t = [attention[k] for k in keys], [twin[k] for k in keys]
     return (
         statistics.mean(map(selection, a)) < statistics.mean(map(selection, t)),
@@ -200,7 +204,7 @@ def render(placebo_records: list[dict]) -> str:
         versions = [version_below(v, lookback, horizon, recorded) for v in VERSIONS]
         found = [b for b in versions if b is not None]
         for version in VERSIONS:
-            means = means_below(version, lookback, horizon, recorded)
+            means = means_below(version, lookback, horizon, recorded) or (False, False)
             by_means[version] = [count + below for count, below in zip(by_means[version], means, strict=True)]
         together = Below(*(sum(getattr(b, field) for b in found) for field in Below._fields))
         totals["selection"] += together.selection

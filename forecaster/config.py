@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from forecaster.data.clock import valid_zone
+from forecaster.data.time_formats import check_format
 from forecaster.errors import ConfigError, did_you_mean
 
 
@@ -57,6 +58,11 @@ class DataConfig(StrictModel):
         "every row (a column that reads both day first and month first is refused until this says "
         "which). Stored with the model",
     )
+
+    @field_validator("time_format")
+    @classmethod
+    def _readable_format(cls, value: str | None) -> str | None:
+        return None if value is None else check_format(value)
 
     @field_validator("timezone")
     @classmethod
@@ -438,6 +444,8 @@ def without_attention_of_many_to_one(config: dict) -> dict:
     loads as `none`, what its network has (the config now refuses attention on many-to-one).
     Nothing about the network changes."""
     model = config.get("model", {})
+    if not isinstance(model, dict):  # not a section: validation names it
+        return config
     if model.get("architecture", "many_to_one") == "seq2seq" or model.get("attention", "none") == "none":
         return config
     return {**config, "model": {**model, "attention": "none"}}

@@ -5,12 +5,14 @@ the config's (forecaster/config.py), none is decided here."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from forecaster.config import without_attention_of_many_to_one
 from forecaster.data.datasets import DATASETS
 from forecaster.errors import ConfigError, DataError
 
@@ -51,12 +53,14 @@ def model_settings(
     decoder: str | None = None,
 ) -> dict[str, Any]:
     """The model section: ``model`` a cell (a many-to-one network) or ``seq2seq``; a value that is
-    neither is left to the config's validation, which names the field."""
+    neither is left to the config's validation, which names the field. A cell sets attention to
+    `none`, what a many-to-one network has, over a seq2seq config's (``--config
+    seq2seq.yaml --model lstm`` is an LSTM); ``attention`` given beside it is refused by name."""
     settings: dict[str, Any] = {}
     if model == "seq2seq":
         settings["architecture"] = "seq2seq"
     elif model is not None:
-        settings.update(architecture="many_to_one", cell=model)
+        settings.update(architecture="many_to_one", cell=model, attention="none")
     given = {"cell": cell, "bidirectional": bidirectional, "attention": attention, "decoder": decoder}
     return settings | {key: value for key, value in given.items() if value is not None}
 
@@ -80,7 +84,11 @@ class UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: merged by the loader itself
+                continue
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):  # PyYAML's own error names it
+                continue
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} is given twice", key_node.start_mark
@@ -106,7 +114,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of sections, not {type(data)}")
-    return data
+    return without_attention_of_many_to_one(data)  # a run's config.yaml logged before it was refused
 
 
 def config_error(exc: ValidationError, source: str) -> ConfigError:

@@ -121,6 +121,15 @@ def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[f
     )
 
 
+def with_time_format_read(config: ForecastConfig, read_in: str | None) -> ForecastConfig:
+    """``config`` with the day-month order its training file was read in (``data.time_format``,
+    where none was given): a short file given to the model later may hold no day above 12 to
+    decide the order by, and must not be read the other way round."""
+    if config.data.time_format is not None or read_in is None:
+        return config
+    return config.model_copy(update={"data": config.data.model_copy(update={"time_format": read_in})})
+
+
 def predictor_for(network: torch.nn.Module, config: ForecastConfig, prepared: Prepared) -> Predictor:
     """The trained network with its scaling: a single series' scaler, or a panel's per-series
     scalers (its ``scaler`` is then the pooled fit, used only to make plausible example windows)."""
@@ -136,6 +145,7 @@ def predictor_for(network: torch.nn.Module, config: ForecastConfig, prepared: Pr
     )
     predictor.future_scaler = prepared.future_scaler
     predictor.clock = prepared.series.clock
+    predictor.config = with_time_format_read(config, prepared.series.time_format)
     predictor.mase_scales = {
         part.series.series_id or SINGLE_SERIES: training_mase_scale(part) for part in prepared.parts
     }

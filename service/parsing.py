@@ -100,10 +100,9 @@ def problems_from(error: ValidationError) -> list[ProblemItem]:
 
 
 def as_json(value: Any) -> str:
-    """A request's value as its sender wrote it (true, null, "x"), not as Python spells it."""
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    return repr(value)
+    """A request's value as its sender wrote it (true, null, "x", {"a": null}), not as Python
+    spells it."""
+    return json.dumps(value, default=repr)
 
 
 def _message(item: Any) -> str:

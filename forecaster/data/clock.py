@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pandas as pd
 
-from forecaster.data.time_formats import parse_column
+from forecaster.data.time_formats import order_to_keep, parse_column
 
 UTC_CLOCK = "UTC"
 LOCAL = "local"
@@ -69,18 +69,21 @@ def is_zoned(text: pd.Series) -> bool:
 
 def parse_on_clock(
     text: pd.Series, timezone: str | None, time_format: str | None = None
-) -> tuple[pd.DatetimeIndex, str]:
+) -> tuple[pd.DatetimeIndex, str, str | None]:
     """A column of timestamp text -> naive wall times on its clock (NaT where unparseable), read
-    with one format for the whole column (``time_formats.py``; ``time_format`` when given)."""
+    with one format for the whole column (``time_formats.py``; ``time_format`` when given), that
+    clock, and the format a model keeps to read later files in the same order (or None)."""
     zoned = is_zoned(text)
     clock = clock_for(zoned, timezone)
     if zoned and clock == LOCAL:  # the wall time as written, offsets dropped
         stripped = text.str.replace(OFFSET, "", regex=True)
-        return parse_column(stripped, utc=False, time_format=time_format), clock
+        parsed = parse_column(stripped, utc=False, time_format=time_format)
+        return parsed.times, clock, order_to_keep(parsed)
     parsed = parse_column(text, utc=True, time_format=time_format)
+    kept = order_to_keep(parsed)
     if zoned and clock != UTC_CLOCK:
-        return parsed.tz_convert(clock).tz_localize(None), clock
-    return parsed.tz_convert(None), clock
+        return parsed.times.tz_convert(clock).tz_localize(None), clock, kept
+    return parsed.times.tz_convert(None), clock, kept
 
 
 def stamp_on_clock(stamp: datetime, clock: str) -> datetime | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,8 @@ class LoadedSeries:
     future_covariates: list[str] = field(default_factory=list)
     series_id: str | None = None
     clock: str = LOCAL  # forecaster.data.clock: what its timestamps' wall times are
+    # the day-month order its timestamps were read in, for a model to keep (time_formats.py)
+    time_format: str | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -133,11 +135,12 @@ def series_from_table(
     """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
     columns = [target, *covariates, *future_covariates]
-    times, clock = _parse_times(raw[time_column], where, time_column, timezone, time_format)
+    parsed = _parse_times(raw[time_column], where, time_column, timezone, time_format)
     values = {c: _parse_numbers(raw[c], where, c).to_numpy() for c in columns}
     return series_from_parsed(
-        times, values, where, path, time_column, target, covariates, future_covariates, frequency, fill,
-        duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path), clock,
+        parsed.times, values, where, path, time_column, target, covariates, future_covariates, frequency,
+        fill, duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path), parsed.clock,
+        parsed.time_format,
     )  # fmt: skip
 
 
@@ -167,6 +170,7 @@ def series_from_parsed(
     rows: np.ndarray,
     sha256: str,
     clock: str = LOCAL,
+    time_format: str | None = None,
 ) -> LoadedSeries:
     """The rules after parsing (sorted, duplicates, the frequency's grid, missing values) on one
     series' parsed timestamps and columns; ``rows`` are their rows in the file, for the errors. A
@@ -191,6 +195,7 @@ def series_from_parsed(
         future_covariates=future_covariates,
         series_id=series_id,
         clock=clock,
+        time_format=time_format,
     )
 
 
@@ -223,37 +228,48 @@ def _row(position: int, rows: np.ndarray | None = None) -> str:
     return f"row {(position if rows is None else int(rows[position])) + 1}"
 
 
+class ParsedTimes(NamedTuple):
+    times: pd.DatetimeIndex  # naive wall times on ``clock``, NaT where a value does not parse
+    bad: np.ndarray  # the positions that do not parse
+    clock: str  # forecaster.data.clock
+    time_format: str | None  # the day-month order a model keeps (time_formats.order_to_keep)
+    given_format: str | None = None  # data.time_format, when set: named in the error of a row
+
+
 def parse_times(
     column: pd.Series, timezone: str | None = None, time_format: str | None = None, where: str = ""
-) -> tuple[pd.DatetimeIndex, np.ndarray, str]:
+) -> ParsedTimes:
     """Timestamps (naive wall times on one clock for the whole series), the positions that do not
-    parse, and that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``).
-    ``where`` names the file and column in the error of a column no one format reads."""
+    parse, that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``) and the
+    format to keep. ``where`` names the file and column in the error of a column no one format
+    reads."""
     text = column.astype(str).str.strip()
     try:
-        times, clock = parse_on_clock(text, timezone, time_format)
+        times, clock, kept = parse_on_clock(text, timezone, time_format)
     except DataError as exc:
         raise DataError(f"{where}: {exc}" if where else str(exc)) from None
-    bad = np.flatnonzero(times.isna())
-    return times, bad, clock
+    return ParsedTimes(times, np.flatnonzero(times.isna()), clock, kept, time_format)
 
 
-def time_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str) -> DataError:
+def time_error(
+    column: pd.Series, bad: np.ndarray, path: Path | str, name: str, given_format: str | None = None
+) -> DataError:
     first = bad[0]
+    given = "" if given_format is None else f" with data.time_format {given_format!r}"
     return DataError(
         f"{path}: column {name!r}, {_row(first, column.index)}: cannot parse timestamp "
-        f"{column.iloc[first]!r}"
+        f"{column.iloc[first]!r}{given}"
         f" ({len(bad)} unparseable in total)"
     )
 
 
 def _parse_times(
     column: pd.Series, path: Path | str, name: str, timezone: str | None, time_format: str | None = None
-) -> tuple[pd.DatetimeIndex, str]:
-    times, bad, clock = parse_times(column, timezone, time_format, f"{path}: column {name!r}")
-    if len(bad):
-        raise time_error(column, bad, path, name)
-    return times, clock
+) -> ParsedTimes:
+    parsed = parse_times(column, timezone, time_format, f"{path}: column {name!r}")
+    if len(parsed.bad):
+        raise time_error(column, parsed.bad, path, name, time_format)
+    return parsed
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # the networks compute in float32

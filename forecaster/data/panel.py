@@ -65,6 +65,8 @@ class ParsedTable:
     values: dict[str, np.ndarray]  # column -> (rows,) NaN where blank or unparseable
     bad_values: dict[str, np.ndarray]  # column -> row positions
     clock: str = LOCAL  # forecaster.data.clock: what the timestamps' wall times are
+    time_format: str | None = None  # the day-month order read in, for a model to keep
+    given_format: str | None = None  # data.time_format, when set: named in the error of a row
 
     def rows_by_series(self) -> dict[str, np.ndarray]:
         """Each series' row positions, in file order."""
@@ -88,13 +90,14 @@ def parse_table(
         first = int(blank.to_numpy().nonzero()[0][0])
         raise DataError(f"{path}: column {id_column!r}, row {first + 1}: the series id is empty")
     codes, keys = pd.factorize(ids, sort=True)
-    times, bad_times, clock = parse_times(
-        raw[time_column], timezone, time_format, f"{path}: column {time_column!r}"
-    )
+    parsed = parse_times(raw[time_column], timezone, time_format, f"{path}: column {time_column!r}")
     values, bad_values = {}, {}
     for column in columns:
         values[column], bad_values[column] = parse_numbers(raw[column])
-    return ParsedTable(raw, [str(k) for k in keys], codes, times, bad_times, values, bad_values, clock)
+    return ParsedTable(
+        raw, [str(k) for k in keys], codes, parsed.times, parsed.bad, values, bad_values, parsed.clock,
+        parsed.time_format, time_format,
+    )  # fmt: skip
 
 
 def load_panel(
@@ -178,7 +181,7 @@ class SeriesChecks:
         return series_from_parsed(
             table.times[rows], {c: v[rows] for c, v in table.values.items()}, where, self.path,
             self.time_column, self.target, self.covariates, self.future_covariates, frequency, self.fill,
-            self.duplicates, key, rows, self.sha256, table.clock,
+            self.duplicates, key, rows, self.sha256, table.clock, table.time_format,
         )  # fmt: skip
 
     def check_parsed(self, rows: np.ndarray, where: str) -> None:
@@ -186,7 +189,7 @@ class SeriesChecks:
         table = self.table
         bad = np.intersect1d(rows, table.bad_times)
         if len(bad):
-            raise time_error(table.raw[self.time_column], bad, where, self.time_column)
+            raise time_error(table.raw[self.time_column], bad, where, self.time_column, table.given_format)
         for column, positions in table.bad_values.items():
             bad = np.intersect1d(rows, positions)
             if len(bad):

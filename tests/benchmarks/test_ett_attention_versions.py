@@ -56,6 +56,9 @@ def test_a_cells_seed_means_are_set_against_the_twins_on_selection_and_on_test()
         run(versions.TWIN, "t1", 2, (2.0, 2.0), 5.0),
     ]
     assert versions.means_below(version, 96, 24, recorded) == (False, True)
+    assert versions.means_below(version, 96, 48, recorded) is None  # no runs at that cell
+    without_a_twin = [r for r in recorded if (r["network"], r["seed"]) != (versions.TWIN, 0)]
+    assert versions.means_below(version, 96, 24, without_a_twin) is None
 
 
 def test_every_version_has_both_networks_at_every_cell_and_seed():

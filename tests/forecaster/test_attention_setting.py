@@ -80,3 +80,29 @@ def test_a_many_to_one_model_saved_saying_bahdanau_loads_and_forecasts_as_it_did
     assert loaded.config.model.attention == "none" and not loaded.has_attention
     windows = np.random.default_rng(0).normal(10, 2, size=(5, L))
     np.testing.assert_array_equal(loaded.predict(windows).mean, before.predict(windows).mean)
+
+
+def test_a_config_file_logged_before_reads_its_many_to_one_attention_as_none(tmp_path):
+    """A run's config.yaml from before the rule says `bahdanau` of its LSTM: training from it again
+    (`forecast train --config`, a sweep's base) reads it as the network it was, not refused."""
+    from pipelines.config import load_run_config
+
+    logged = tmp_path / "config.yaml"
+    logged.write_text("data: {dataset: etth1}\nmodel: {architecture: many_to_one, attention: bahdanau}\n")
+    assert load_run_config(logged).model.attention == "none"
+    with pytest.raises(ConfigError, match="only seq2seq has attention"):  # asked for now: refused
+        load_run_config(logged, ["model.attention=bahdanau"])
+
+
+def test_a_seq2seq_config_given_a_cell_model_is_that_many_to_one_network(tmp_path):
+    """`--config seq2seq.yaml --model lstm`: the cell's network, without the file's attention;
+    `--attention bahdanau` beside it is refused."""
+    from forecaster.options import merge, model_settings, read_yaml
+
+    path = tmp_path / "seq2seq.yaml"
+    path.write_text("data: {dataset: etth1}\nmodel: {architecture: seq2seq, attention: bahdanau}\n")
+    settings = merge(read_yaml(path), "model", model_settings("lstm"))
+    assert ForecastConfig.model_validate(settings).model.attention == "none"
+    asked = merge(read_yaml(path), "model", model_settings("lstm", attention="bahdanau"))
+    with pytest.raises(ValueError, match="only seq2seq has attention"):
+        ForecastConfig.model_validate(asked)

@@ -62,7 +62,7 @@ def test_a_zone_clock_stops_at_the_hour_the_clocks_go_back_naming_it(tmp_path):
 
 def test_a_local_clock_keeps_each_stamps_wall_time_as_written():
     text = pd.Series(["2021-05-01T10:00:00+02:00", "2021-05-01T11:00:00Z", "2021-05-01 12:00:00-0500"])
-    times, clock = parse_on_clock(text, LOCAL)
+    times, clock, _ = parse_on_clock(text, LOCAL)
     assert clock == LOCAL and [str(t) for t in times] == [f"2021-05-01 {h}:00:00" for h in (10, 11, 12)]
     stamp = datetime(2021, 5, 1, 10, tzinfo=timezone(timedelta(hours=2)))
     assert stamp_on_clock(stamp, LOCAL) == datetime(2021, 5, 1, 10)

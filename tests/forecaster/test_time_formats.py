@@ -67,7 +67,67 @@ def test_a_value_in_another_format_is_named_not_guessed(tmp_path):
         load_series(write(tmp_path, stamps), "t", "y")
 
 
-def test_a_given_format_that_does_not_fit_names_the_row(tmp_path):
-    path = write(tmp_path, days("2024-01-01", 6, "%Y-%m-%d"))
-    with pytest.raises(DataError, match=r"row 1: cannot parse timestamp '2024-01-01'"):
+def test_a_given_format_that_does_not_fit_names_the_row_and_the_setting(tmp_path):
+    path = write(tmp_path, days("2024-01-01", 6, "%d.%m.%Y"))
+    with pytest.raises(DataError, match=r"row 1: cannot parse timestamp '01.01.2024' with data.time_format"):
         load_series(path, "t", "y", time_format="%d/%m/%Y")
+
+
+def test_a_year_first_file_is_read_as_such_by_a_model_keeping_a_day_month_order(tmp_path):
+    """The order a model keeps is about day and month; a file that starts with a year has none."""
+    path = write(tmp_path, days("2024-01-01", 6, "%Y-%m-%d"))
+    assert load_series(path, "t", "y", time_format="%d/%m/%Y").frame.index[1] == pd.Timestamp("2024-01-02")
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["2024-01-01 00:00:00 UTC", "2024-01-01 01:00:00 UTC", "2024-01-01 02:00:00 UTC"],  # BigQuery
+        ["2024/01/02", "2024/01/03", "2024/01/04"],
+        ["2024.01.02", "2024.01.03", "2024.01.04"],
+    ],
+    ids=["utc-suffix", "slashes", "dots"],
+)
+def test_a_year_first_column_is_never_read_day_first_nor_refused(tmp_path, stamps):
+    times = load_series(write(tmp_path, stamps), "t", "y").frame.index
+    assert times[0].month == 1 and times[1] - times[0] in (pd.Timedelta(hours=1), pd.Timedelta(days=1))
+
+
+def test_a_row_a_spreadsheet_shortened_is_read_in_the_columns_order(tmp_path):
+    """Excel drops "00:00": the midnight row is read with the date part of the column's format."""
+    stamps = ["13/02/2024 22:00", "13/02/2024 23:00", "14/02/2024", "14/02/2024 01:00"]
+    times = load_series(write(tmp_path, stamps), "t", "y").frame.index
+    assert list(times) == list(pd.date_range("2024-02-13 22:00", periods=4, freq="h"))
+
+
+def test_an_unreadable_row_elsewhere_does_not_let_an_ambiguous_column_through(tmp_path):
+    """Both orders miss the same row ('oops'): the rows both read still differ, so it is refused,
+    not read month first (a panel skipping bad series would have loaded the rest as months)."""
+    stamps = [f"{day:02d}/01/2024" for day in range(1, 11)] + ["oops"]
+    with pytest.raises(DataError, match="read both month first"):
+        load_series(write(tmp_path, stamps), "t", "y")
+
+
+def test_a_model_keeps_the_day_month_order_its_training_file_was_read_in(tmp_path):
+    """A later file of ten early-January days reads both ways: the order kept with the model (the
+    training file had a 13th) reads it, where detection alone would refuse it."""
+    from forecaster.config import ForecastConfig
+    from forecaster.training import with_time_format_read
+
+    trained_on = load_series(write(tmp_path, days("2012-02-01", 20, "%d/%m/%Y")), "t", "y")
+    assert trained_on.time_format == "%d/%m/%Y"
+    config = ForecastConfig.model_validate({"data": {"path": "x.csv", "time_column": "t", "target": "y"}})
+    kept = with_time_format_read(config, trained_on.time_format).data.time_format
+    later = tmp_path / "later"
+    later.mkdir()
+    path = write(later, days("2024-01-01", 10, "%d/%m/%Y"))
+    with pytest.raises(DataError, match="read both"):
+        load_series(path, "t", "y")
+    assert load_series(path, "t", "y", time_format=kept).frame.index[1] == pd.Timestamp("2024-01-02")
+
+
+def test_a_format_pandas_cannot_read_is_a_config_error_naming_it():
+    from forecaster.config import DataConfig
+
+    with pytest.raises(ValueError, match="'%Q' is not a date format"):
+        DataConfig(path="x.csv", time_column="t", target="y", time_format="%Q")

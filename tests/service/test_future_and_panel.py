@@ -129,7 +129,7 @@ def test_future_values_reach_the_model_and_match_the_pyfunc(store, served):
         ({"promo": [0, 1]}, "series[1].future.promo", "2 values; expected 4, one per forecast step"),
         ({"promo": [0, 1, 0, 0, 1]}, "series[1].future.promo", "5 values; expected 4"),
         ({"promo": [0, 0, 0, 0], "temp": [1, 1, 1, 1]}, "series[1].future.temp", "unknown future covariate"),
-        ({"promo": [0, "x", 0, 0]}, "series[1].future.promo[1]", "'x' is not a number"),
+        ({"promo": [0, "x", 0, 0]}, "series[1].future.promo[1]", '"x" is not a number'),
         ({"promo": [0, None, 0, 0]}, "series[1].future.promo[1]", "null is not a number"),
     ],
 )

@@ -115,7 +115,7 @@ def test_a_model_trained_on_local_time_takes_a_zoned_stamps_wall_time_as_written
 
 BAD = [
     ({"series": [{"values": [1.0] * 5}]}, "series[0].values", "5 steps; the model needs at least 14"),
-    ({"series": [{"values": [1.0] * 13 + ["x"]}]}, "series[0].values[13]", "'x' is not a number"),
+    ({"series": [{"values": [1.0] * 13 + ["x"]}]}, "series[0].values[13]", '"x" is not a number'),
     ({"series": [{"values": [1.0] * 13 + [True]}]}, "series[0].values[13]", "true is not a number"),
     ({"series": [{"values": [1.0] * 13 + [None]}]}, "series[0].values[13]", "null is not a number"),
     ({"series": [{"values": [1.0] * 13 + [1e39]}]}, "series[0].values[13]", "beyond +-3.4e38"),
