@@ -32,7 +32,8 @@ import pandas as pd
 
 from forecaster.config import ForecastConfig, check_model_choice
 from forecaster.data.datamodule import Prepared, prepare
-from forecaster.data.loading import FRAME_SOURCE
+from forecaster.data.loading import FRAME_SOURCE, LoadedSeries
+from forecaster.data.panel import LoadedPanel
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError, did_you_mean
 from forecaster.evaluation import MODEL, Evaluation, evaluate
@@ -183,10 +184,8 @@ class Forecaster:
         where the model has intervals, ``{target}_q{level}`` (e.g. ``_q0.1`` and ``_q0.9``: the 80%
         interval), as `forecast predict` writes them. ``data`` None: the data the model was fit
         on. Series too short to forecast are left out, with why, in ``.attrs["skipped"]``."""
-        predictor = self.fitted_predictor()
-        check_predictable(predictor, "this model")
-        data_config, table = self.data_for(data, time_column, target, id_column)
-        frame, skipped = forecast_loaded(predictor, load_from_config(data_config, True, table))
+        predictor, loaded = self.history_for(data, time_column, target, id_column)
+        frame, skipped = forecast_loaded(predictor, loaded)
         frame.attrs["skipped"] = skipped
         return frame
 
@@ -203,10 +202,17 @@ class Forecaster:
         (its timestamp), each row summing to 1 (``forecaster/next_attention.py``); a panel's
         series stacked under their ids. ``data`` None: the data the model was fit on. What
         ``predict`` forecasts from the same data, and the service's ``return_attention``."""
+        return next_attention(*self.history_for(data, time_column, target, id_column))
+
+    def history_for(
+        self, data: Data | None, time_column: str | None, target: str | None, id_column: str | None
+    ) -> tuple[Predictor, LoadedSeries | LoadedPanel]:
+        """The fitted model and the history it forecasts after (``predict``, ``attention``); a
+        panel's members that break a rule left out, named in its ``skipped``."""
         predictor = self.fitted_predictor()
         check_predictable(predictor, "this model")
         data_config, table = self.data_for(data, time_column, target, id_column)
-        return next_attention(predictor, load_from_config(data_config, True, table))
+        return predictor, load_from_config(data_config, True, table)
 
     def evaluate(
         self,

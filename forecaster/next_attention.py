@@ -15,7 +15,7 @@ import pandas as pd
 from forecaster.data.loading import LoadedSeries
 from forecaster.data.panel import LoadedPanel
 from forecaster.errors import ConfigError, DataError
-from forecaster.next_steps import too_short
+from forecaster.next_steps import forecast_of, too_short
 from forecaster.predictor import Predictor
 
 FORECAST_TIME, LOOKBACK_TIME = "forecast time", "look-back time"
@@ -40,19 +40,12 @@ def next_attention(predictor: Predictor, loaded: LoadedSeries | LoadedPanel) -> 
 
 
 def series_attention(predictor: Predictor, series: LoadedSeries) -> pd.DataFrame:
-    problem = too_short(predictor, series)
-    if problem:
-        raise DataError(problem)
-    recent = series.frame[predictor.features].iloc[-predictor.lookback :]
-    ids = None if series.series_id is None else [series.series_id]
-    prediction = predictor.predict(
-        recent.to_numpy()[None], recent.index.values[None], return_attention=True, series_ids=ids
-    )
+    prediction = forecast_of(predictor, series, return_attention=True)
     assert prediction.attention is not None and prediction.future_times is not None
     return pd.DataFrame(
         prediction.attention[0],  # (H, L)
         index=pd.DatetimeIndex(prediction.future_times[0], name=FORECAST_TIME),
-        columns=pd.DatetimeIndex(recent.index, name=LOOKBACK_TIME),
+        columns=pd.DatetimeIndex(series.frame.index[-predictor.lookback :], name=LOOKBACK_TIME),
     )
 
 

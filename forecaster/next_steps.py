@@ -15,7 +15,7 @@ import pandas as pd
 from forecaster.data.loading import LoadedSeries
 from forecaster.data.panel import LoadedPanel
 from forecaster.errors import DataError
-from forecaster.predictor import Predictor
+from forecaster.predictor import Prediction, Predictor
 
 SIGNIFICANT_DIGITS = 6
 
@@ -51,15 +51,22 @@ def forecast_loaded(
 
 def next_steps(predictor: Predictor, series: LoadedSeries) -> pd.DataFrame:
     """One series' forecast, a row per step."""
+    prediction = forecast_of(predictor, series)
+    assert prediction.future_times is not None  # timestamps were given
+    quantiles = {q: values[0] for q, values in prediction.quantiles.items()}
+    return steps_frame(series, prediction.future_times[0], prediction.mean[0], quantiles)
+
+
+def forecast_of(predictor: Predictor, series: LoadedSeries, return_attention: bool = False) -> Prediction:
+    """The network's forecast after the last L rows of one series (DataError if it has fewer)."""
     problem = too_short(predictor, series)
     if problem:
         raise DataError(problem)
     recent = series.frame[predictor.features].iloc[-predictor.lookback :]
     ids = None if series.series_id is None else [series.series_id]
-    prediction = predictor.predict(recent.to_numpy()[None], recent.index.values[None], series_ids=ids)
-    assert prediction.future_times is not None  # timestamps were given
-    quantiles = {q: values[0] for q, values in prediction.quantiles.items()}
-    return steps_frame(series, prediction.future_times[0], prediction.mean[0], quantiles)
+    return predictor.predict(
+        recent.to_numpy()[None], recent.index.values[None], return_attention=return_attention, series_ids=ids
+    )
 
 
 def panel_forecasts(predictor: Predictor, panel: LoadedPanel) -> tuple[pd.DataFrame, dict[str, str]]:
