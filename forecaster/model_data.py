@@ -36,8 +36,8 @@ def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConf
                 "(--data FILE, or a DataFrame to the Python API)"
             )
         return own
-    if set(overrides) == {"id_column"}:  # the model's own file, read as long format
-        return own.model_copy(update=overrides)
+    if set(overrides) <= {"id_column", "time_format"}:  # the model's own file, read so
+        return DataConfig.model_validate(own.model_dump() | overrides)
     base = own.model_dump()
     base.update(dataset=None, path=None, time_column=None, target=None, id_column=None)
     base["covariates"] = predictor.features[1:]

@@ -24,6 +24,7 @@ def data_settings(
     covariates: list[str] | None = None,
     future_covariates: list[str] | None = None,
     id_column: str | None = None,
+    time_format: str | None = None,
 ) -> dict[str, Any]:
     """The data section: ``data`` a bundled dataset's name or a file (refused at once when it is
     neither: a misspelling is said in a second, not after the imports)."""
@@ -41,6 +42,7 @@ def data_settings(
         "covariates": covariates,
         "future_covariates": future_covariates,
         "id_column": id_column,
+        "time_format": time_format,
     }
     return settings | {key: value for key, value in given.items() if value is not None}
 
@@ -53,14 +55,15 @@ def model_settings(
     decoder: str | None = None,
 ) -> dict[str, Any]:
     """The model section: ``model`` a cell (a many-to-one network) or ``seq2seq``; a value that is
-    neither is left to the config's validation, which names the field. A cell sets attention to
-    `none`, what a many-to-one network has, over a seq2seq config's (``--config
-    seq2seq.yaml --model lstm`` is an LSTM); ``attention`` given beside it is refused by name."""
+    neither is left to the config's validation, which names the field. A cell sets attention and
+    the decoder to what a many-to-one network has (none, and the field's default) over a seq2seq
+    config's (``--config seq2seq.yaml --model lstm`` is an LSTM); either given beside it is refused
+    by name."""
     settings: dict[str, Any] = {}
     if model == "seq2seq":
         settings["architecture"] = "seq2seq"
     elif model is not None:
-        settings.update(architecture="many_to_one", cell=model, attention="none")
+        settings.update(architecture="many_to_one", cell=model, attention="none", decoder="autoregressive")
     given = {"cell": cell, "bidirectional": bidirectional, "attention": attention, "decoder": decoder}
     return settings | {key: value for key, value in given.items() if value is not None}
 

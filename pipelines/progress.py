@@ -180,13 +180,15 @@ class EpochProgress(ProgressBar):
             f"best {_fmt(self.best)} (epoch {self.best_epoch or '-'})",
         ]
         stopper = trainer.early_stopping_callback
+        epochs_left = trainer.max_epochs - epoch
         if stopper is not None:
             waits = patience_left(stopper, trainer.callback_metrics.get(stopper.monitor))
             parts.append(f"patience {waits}/{stopper.patience}")
+            epochs_left = epochs_left if waits > 0 else 0  # early stopping ends training here
         seconds = time.perf_counter() - self._epoch_started
         self._epoch_seconds.append(seconds)
         parts.append(f"{seconds:.1f} s")
-        left = time_left(self._epoch_seconds, trainer.max_epochs - epoch)
+        left = time_left(self._epoch_seconds, epochs_left)
         if left > 0:
             parts.append(f"{duration_words(left)} left (at most)")
         return "  ".join(parts)

@@ -243,6 +243,8 @@ def parse_times(
     parse, that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``) and the
     format to keep. ``where`` names the file and column in the error of a column no one format
     reads."""
+    if timezone is None and isinstance(column.dtype, pd.DatetimeTZDtype):
+        timezone = str(column.dtype.tz)  # a DataFrame's zone-aware column: its own zone's wall clock
     text = column.astype(str).str.strip()
     try:
         times, clock, kept = parse_on_clock(text, timezone, time_format)
@@ -258,7 +260,7 @@ def time_error(
     given = "" if given_format is None else f" with data.time_format {given_format!r}"
     return DataError(
         f"{path}: column {name!r}, {_row(first, column.index)}: cannot parse timestamp "
-        f"{column.iloc[first]!r}{given}"
+        f"{shown(column.iloc[first])}{given}"
         f" ({len(bad)} unparseable in total)"
     )
 
@@ -298,7 +300,12 @@ def number_error(column: pd.Series, bad: np.ndarray, path: Path | str, name: str
     if not np.isnan(number):  # it parses, but no network can take it
         what = f"is not a finite number within float32's range (+-{FLOAT32_MAX:.4g})"
     where = f"{path}: column {name!r}, {_row(first, column.index)}"
-    return DataError(f"{where}: {value!r} {what} ({len(bad)} such value(s) in total)")
+    return DataError(f"{where}: {shown(value)} {what} ({len(bad)} such value(s) in total)")
+
+
+def shown(value: object) -> str:
+    """A cell as its file holds it: ``inf`` and ``1700000000``, not numpy's ``np.float64(inf)``."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _parse_numbers(column: pd.Series, path: Path | str, name: str) -> pd.Series:

@@ -8,11 +8,14 @@ once for the whole column:
 
 * a column that starts with a year (ISO 8601, "2024/01/02", "2024-01-01 00:00:00 UTC") is never
   read day first: ISO 8601 where it fits, pandas' per-value parser for what it does not;
-* otherwise the format of the first readable value. Where that value reads both ways
-  ("01/02/2000"), the order under which more of the column parses wins (a later "13/02/2000"
-  makes it day first); a column that parses as well both ways and reads differently is refused
-  until ``data.time_format`` says which it is. A row the chosen format misses is read again with
-  the same order, its date alone or with other seconds ("01/02/2024" beside "01/02/2024 01:00");
+* a numeric day and month ("01/02/24", "13.02.2024 1:00 pm") read both ways, by this module (pandas'
+  guess has no two-digit years and takes "am" for text); any other value by pandas' guess;
+* where the first readable value reads both ways ("01/02/2000"), the whole column decides: the
+  order that puts the rows in time order (the loader refuses any other), then the one under which
+  more of it parses (a later "13/02/2000" makes it day first). A column that reads as well both
+  ways, differently, is refused until ``data.time_format`` says which it is. A row the format
+  misses is read again in the same order with its date alone, with a time where the first row had
+  none, or with other seconds ("01/02/2024" beside "01/02/2024 01:00");
 
 and the format used is returned, so that training stores it with the model (a short file given
 to `forecast predict` later may hold no day above 12 to decide by).
@@ -30,6 +33,13 @@ from pandas.tseries.api import guess_datetime_format
 from forecaster.errors import DataError
 
 YEAR_FIRST = re.compile(r"^\d{4}[-/.]\d{1,2}")  # a year first: never day first
+# a numeric day and month, either order, a year of 4 or 2 digits, maybe a time (12-hour too):
+# read here rather than by pandas' guess, which has no two-digit years and takes "am" for text
+NUMERIC_DATE = re.compile(
+    r"^\d{1,2}(?P<sep>[-/.])\d{1,2}(?P=sep)(?P<year>\d{4}|\d{2})"
+    r"(?:(?P<T>[ T])\d{1,2}:\d{2}(?P<seconds>:\d{2}(?P<fraction>\.\d+)?)?"
+    r"(?P<space>\s*)(?P<ampm>[AaPp][Mm])?)?$"
+)
 ISO = "ISO8601"
 MIXED = "mixed"  # pandas' per-value parser: only where nothing decides an order
 SAMPLE = 100  # leading values looked at for one whose format can be guessed
@@ -52,6 +62,9 @@ def first_formats(text: pd.Series) -> tuple[str, ...]:
     for value in text.iloc[:SAMPLE]:
         if YEAR_FIRST.match(value):
             return (ISO,)
+        numeric = NUMERIC_DATE.match(value)
+        if numeric:
+            return numeric_formats(numeric)
         month_first, day_first = guessed(value, dayfirst=False), guessed(value, dayfirst=True)
         if month_first and day_first and month_first != day_first:
             return month_first, day_first
@@ -60,13 +73,24 @@ def first_formats(text: pd.Series) -> tuple[str, ...]:
     return ()
 
 
+def numeric_formats(found: re.Match[str]) -> tuple[str, str]:
+    """(month first, day first) formats of a value NUMERIC_DATE matched."""
+    sep, year = found["sep"], "%Y" if len(found["year"]) == 4 else "%y"
+    time = ""
+    if found["T"]:
+        time = found["T"] + ("%I" if found["ampm"] else "%H") + ":%M"
+        time += (":%S" if found["seconds"] else "") + (".%f" if found["fraction"] else "")
+        time += (found["space"] + "%p") if found["ampm"] else ""
+    return f"%m{sep}%d{sep}{year}{time}", f"%d{sep}%m{sep}{year}{time}"
+
+
 def parse_column(text: pd.Series, utc: bool, time_format: str | None = None) -> Parsed:
     """Timestamps of a text column read with one day-month order (the module docstring says how),
     and the format that was; ``time_format`` when given. DataError when the column reads as well
     day first as month first, differently, and nothing says which."""
     formats = first_formats(text)
     if time_format is not None:
-        times = read(text, utc, time_format)
+        times = with_variants(text, utc, time_format)
         if not (times.isna().any() and formats == (ISO,)):
             return Parsed(times, time_format)
         # a year-first file given to a model that keeps a day-month order: no order to keep there
@@ -81,16 +105,22 @@ def parse_column(text: pd.Series, utc: bool, time_format: str | None = None) -> 
     if len(formats) == 1:
         return Parsed(with_variants(text, utc, formats[0]), formats[0])
     readings = [with_variants(text, utc, fmt) for fmt in formats]
+    in_order = [in_time_order(reading) for reading in readings]
+    if in_order[0] != in_order[1]:  # the loader refuses an unsorted file: that order is not meant
+        chosen = in_order.index(True)  # (its rows the other order misses are named, not guessed)
+        return Parsed(readings[chosen], formats[chosen])
     read_rows = [int(reading.notna().sum()) for reading in readings]
     if read_rows[0] == read_rows[1]:
         both = readings[0].notna() & readings[1].notna()
+        if readings[0].equals(readings[1]):  # every day is the month's number: nothing decided
+            return Parsed(readings[0], None)
         if not readings[0][both].equals(readings[1][both]):
             example = text[both][readings[0][both] != readings[1][both]].iloc[0]
             raise DataError(
                 f"timestamps like {example!r} read both month first ({formats[0]}) and day first "
-                f"({formats[1]}); set data.time_format to the one meant, e.g. "
-                f"--set 'data.time_format={formats[1]}' (in a YAML file, quoted: "
-                f'time_format: "{formats[1]}")'
+                f"({formats[1]}); give the one meant as data.time_format: `forecast train --set "
+                f"'data.time_format={formats[1]}'`, `forecast predict` or `evaluate --time-format "
+                f"'{formats[1]}'`, or in a YAML file quoted, time_format: \"{formats[1]}\""
             )
     chosen = 0 if read_rows[0] >= read_rows[1] else 1
     return Parsed(readings[chosen], formats[chosen])
@@ -116,7 +146,9 @@ def with_variants(text: pd.Series, utc: bool, time_format: str) -> pd.DatetimeIn
 
 def variants(time_format: str) -> list[str]:
     date = time_format.split(" ")[0]
-    found = [date] if date != time_format else []
+    if date == time_format:  # a date-only first row (midnight, "00:00" dropped): the others' times
+        return [f"{date} %H:%M", f"{date} %H:%M:%S"]
+    found = [date]
     for short, long in (("%H:%M", "%H:%M:%S"), ("%H:%M:%S", "%H:%M:%S.%f")):
         if time_format.endswith(short) and not time_format.endswith(long):
             found.append(f"{time_format[: -len(short)]}{long}")
@@ -125,6 +157,11 @@ def variants(time_format: str) -> list[str]:
     if time_format.endswith("%H:%M:%S.%f"):
         found.append(time_format.removesuffix(".%f"))
     return found
+
+
+def in_time_order(times: pd.DatetimeIndex) -> bool:
+    """Whether the rows read are in time order (ties allowed: duplicates have their own rule)."""
+    return times[times.notna()].is_monotonic_increasing
 
 
 def read(text: pd.Series, utc: bool, time_format: str) -> pd.DatetimeIndex:

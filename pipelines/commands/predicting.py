@@ -21,6 +21,12 @@ def predict(
     id_column: Annotated[
         str | None, typer.Option(help="long format: the series-id column; every series is forecast")
     ] = None,
+    time_format: Annotated[
+        str | None,
+        typer.Option(
+            help="the time column's date format, e.g. '%d/%m/%Y' (default: the model's, or the file's)"
+        ),
+    ] = None,
     output: Annotated[
         str | None, typer.Option(help="write the forecasts to this .csv or .parquet file (by its extension)")
     ] = None,
@@ -41,7 +47,7 @@ def predict(
     if engine not in ("local", "spark"):
         raise ConfigError(f"--engine {engine!r}: local or spark")
     check_model_uri(model_uri)  # before MLflow and torch are imported: seconds, not a minute
-    settings = data_settings(data, time_column, target, id_column=id_column)
+    settings = data_settings(data, time_column, target, id_column=id_column, time_format=time_format)
     check_given_columns(settings)
     if output:
         from pipelines.predict import output_format

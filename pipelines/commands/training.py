@@ -154,6 +154,12 @@ def evaluate(
     time_column: Annotated[str | None, typer.Option()] = None,
     target: Annotated[str | None, typer.Option()] = None,
     id_column: Annotated[str | None, typer.Option(help="long format: the series-id column")] = None,
+    time_format: Annotated[
+        str | None,
+        typer.Option(
+            help="the time column's date format, e.g. '%d/%m/%Y' (default: the model's, or the file's)"
+        ),
+    ] = None,
     experiment: Annotated[str, typer.Option()] = DEFAULTS.evaluation_experiment,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     tracking_uri: TrackingUri = None,
@@ -165,7 +171,7 @@ def evaluate(
     from forecaster.model_uri import check_model_uri
 
     check_model_uri(model_uri)  # before MLflow and torch are imported: seconds, not a minute
-    overrides = data_settings(data, time_column, target, id_column=id_column)
+    overrides = data_settings(data, time_column, target, id_column=id_column, time_format=time_format)
     check_given_columns(overrides)
     from pipelines.console import console, metrics_table
     from pipelines.evaluate import run_evaluation

@@ -106,3 +106,12 @@ def test_a_seq2seq_config_given_a_cell_model_is_that_many_to_one_network(tmp_pat
     asked = merge(read_yaml(path), "model", model_settings("lstm", attention="bahdanau"))
     with pytest.raises(ValueError, match="only seq2seq has attention"):
         ForecastConfig.model_validate(asked)
+
+
+def test_a_cell_model_over_a_direct_decoder_config_drops_the_decoder_too(tmp_path):
+    from forecaster.options import merge, model_settings, read_yaml
+
+    path = tmp_path / "direct.yaml"
+    path.write_text("data: {dataset: etth1}\nmodel: {architecture: seq2seq, decoder: direct}\n")
+    config = ForecastConfig.model_validate(merge(read_yaml(path), "model", model_settings("lstm")))
+    assert (config.model.architecture, config.model.decoder) == ("many_to_one", "autoregressive")

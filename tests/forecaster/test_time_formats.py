@@ -131,3 +131,52 @@ def test_a_format_pandas_cannot_read_is_a_config_error_naming_it():
 
     with pytest.raises(ValueError, match="'%Q' is not a date format"):
         DataConfig(path="x.csv", time_column="t", target="y", time_format="%Q")
+
+
+def test_two_digit_years_are_read_in_one_order(tmp_path):
+    """pandas' guess has no two-digit years, so a per-value parser read '01/01/24' ... '10/01/24'
+    month first (ten months of 2025, as it happened) without a word."""
+    stamps = days("2024-01-01", 10, "%d/%m/%y") + ["13/01/24"]
+    series = load_series(write(tmp_path, stamps), "t", "y", frequency="D", fill="interpolate")
+    assert series.frame.index[1] == pd.Timestamp("2024-01-02") and series.time_format == "%d/%m/%y"
+
+
+def test_a_first_row_at_midnight_without_its_time_takes_the_others_times(tmp_path):
+    stamps = ["13/01/2024", *(f"13/01/2024 {hour:02d}:00" for hour in range(1, 24)), "14/01/2024"]
+    times = load_series(write(tmp_path, stamps), "t", "y").frame.index
+    assert list(times) == list(pd.date_range("2024-01-13", periods=25, freq="h"))
+
+
+def test_twelve_hour_times_in_lower_case_are_read_as_such(tmp_path):
+    stamps = [f"13/01/2024 {h % 12 or 12:02d}:00 {'am' if h < 12 else 'pm'}" for h in range(24)]
+    times = load_series(write(tmp_path, stamps), "t", "y").frame.index
+    assert list(times) == list(pd.date_range("2024-01-13", periods=24, freq="h"))
+
+
+def test_a_typo_in_a_column_that_reads_both_ways_is_named_not_obeyed(tmp_path):
+    """Month first, monthly: one cell typed '13/01/2020' parses only day first; read day first the
+    file would be out of time order, so the column stays month first and the typo is named."""
+    stamps = [f"{month:02d}/01/2020" for month in range(1, 13)]
+    stamps[5] = "13/01/2020"
+    with pytest.raises(DataError, match=r"row 6: cannot parse timestamp '13/01/2020'"):
+        load_series(write(tmp_path, stamps), "t", "y")
+
+
+def test_a_frames_zone_aware_column_is_read_on_its_own_zone(tmp_path):
+    """Daily stamps at local midnight across a DST change: in UTC they would leave the daily grid."""
+    from forecaster.data.loading import load_series as load
+
+    frame = pd.DataFrame(
+        {"t": pd.date_range("2023-03-01", periods=30, freq="D", tz="America/New_York"), "y": range(30)}
+    )
+    series = load("frame", "t", "y", table=frame)
+    assert series.frequency == "D" and series.clock == "America/New_York"
+    assert series.frame.index[-1] == pd.Timestamp("2023-03-30")
+
+
+def test_a_cell_shown_in_an_error_is_written_as_the_frame_has_it():
+    """Unix seconds are not timestamps here: named as the number they are, not numpy's repr."""
+    frame = pd.DataFrame({"t": [1700000000, 1700003600, 1700007200], "y": [1.0, 2.0, 3.0]})
+    with pytest.raises(DataError) as error:
+        load_series("frame", "t", "y", table=frame)
+    assert "row 1: cannot parse timestamp 1700000000 " in str(error.value)

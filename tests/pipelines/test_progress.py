@@ -107,6 +107,7 @@ def shown_states(
     epochs: int | None = None,
     checkpoints: Path | None = None,
     resume: bool = False,
+    lines: list[str] | None = None,
     **stopping: bool | None,
 ) -> list[str]:
     """Fit ScriptedValLoss with early stopping and the epoch lines; each line's epoch, best and
@@ -130,6 +131,8 @@ def shown_states(
     )
     last = None if checkpoints is None or not resume else checkpoints / LAST
     trainer.fit(ScriptedValLoss(val_losses), ckpt_path=last)
+    if lines is not None:
+        lines.extend(line for line in shown.getvalue().splitlines() if line.startswith("epoch "))
     return [" ".join(m.groups()) for line in shown.getvalue().splitlines() if (m := STATE.match(line))]
 
 
@@ -150,6 +153,13 @@ def test_patience_is_what_early_stopping_has_left_after_the_epoch(at_epoch_end):
         "epoch 6/8 best 0.2500 (epoch 4)  patience 1/3",
         "epoch 7/8 best 0.2500 (epoch 4)  patience 0/3",  # the line of the epoch that ends training
     ]
+
+
+def test_the_line_of_the_epoch_early_stopping_ends_on_promises_no_time_left():
+    lines: list[str] = []
+    shown_states(LOSSES, patience=3, lines=lines)
+    assert "left (at most)" in lines[-2]  # epoch 6 of 8: two more may come
+    assert lines[-1].startswith("epoch 7/8") and "left" not in lines[-1]  # training ends here
 
 
 def test_a_non_finite_val_loss_ends_training_at_patience_zero():
