@@ -286,6 +286,18 @@ class ModelConfig(StrictModel):
             raise ValueError("model.quantiles: distinct, increasing, each strictly between 0 and 1")
         return self
 
+    def inapplicable_fields(self) -> set[str]:
+        """Fields this network does not read (a many-to-one network's decoder and attention
+        settings, a seq2seq one's attention settings without attention, teacher forcing of the
+        direct decoder, which feeds nothing back): a run logs none of them as a parameter, so the
+        MLflow UI compares runs on what their networks have (the config.yaml keeps them all)."""
+        attention = {name for name in type(self).model_fields if name.startswith("attention_")}
+        forcing = {"teacher_forcing", "teacher_forcing_decay"}
+        if self.architecture != "seq2seq":
+            return attention | forcing | {"decoder"}
+        unused = set() if self.attention != "none" else attention
+        return unused | (forcing if self.decoder == "direct" else set())
+
     @model_validator(mode="before")
     @classmethod
     def _attention_default_of_its_architecture(cls, values: Any) -> Any:

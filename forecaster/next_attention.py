@@ -3,7 +3,9 @@ series, as a table a notebook can plot (``Forecaster.attention``).
 
 What the service returns with ``"return_attention": true`` (H rows of L weights), labelled by time:
 a row per forecast step (its timestamp), a column per look-back step (its timestamp), each row
-summing to 1. A panel gives one such block per series, the series id the outer row level. Read
+summing to 1. A panel gives one such block per series, the series id the outer row level, and
+its columns are the look-back steps counted back from the forecast (L ... 1): the series' own
+look-back timestamps differ where their histories end apart. Read
 it as docs/models.md ("Reading the attention") says: a peak 24 columns before a row's own hour is
 "the same hour yesterday".
 """
@@ -19,6 +21,7 @@ from forecaster.next_steps import forecast_of, too_short
 from forecaster.predictor import Predictor
 
 FORECAST_TIME, LOOKBACK_TIME = "forecast time", "look-back time"
+STEPS_BACK = "steps back"  # a panel's columns: L for the look-back's first step ... 1 for its last
 
 
 def next_attention(predictor: Predictor, loaded: LoadedSeries | LoadedPanel) -> pd.DataFrame:
@@ -35,7 +38,11 @@ def next_attention(predictor: Predictor, loaded: LoadedSeries | LoadedPanel) -> 
         raise DataError(
             f"no series of the panel is long enough to forecast ({too_short_reason(loaded, predictor)})"
         )
-    blocks = {key: series_attention(predictor, series) for key, series in members.items()}
+    steps_back = pd.Index(range(predictor.lookback, 0, -1), name=STEPS_BACK)
+    blocks = {
+        key: series_attention(predictor, series).set_axis(steps_back, axis=1)
+        for key, series in members.items()
+    }
     return pd.concat(blocks, names=[loaded.id_column, FORECAST_TIME])
 
 

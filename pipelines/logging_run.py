@@ -50,8 +50,10 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 def log_config_and_data(config: RunConfig, prepared: Prepared, dataset_name: str) -> None:
     resolved = config.model_dump(mode="json")
+    unread = {f"model.{name}" for name in config.model.inapplicable_fields()}  # what its network has
+    params = {key: value for key, value in flatten(resolved).items() if key not in unread}
     # k as used (compare's column), also when the config leaves it to the default
-    mlflow.log_params({**flatten(resolved), "split.selection_folds": str(config.split.folds)})
+    mlflow.log_params({**params, "split.selection_folds": str(config.split.folds)})
     mlflow.log_text(yaml.safe_dump(resolved, sort_keys=False), "config.yaml")
     series = prepared.series
     splits = prepared.split_summary()

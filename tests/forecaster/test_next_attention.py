@@ -53,12 +53,14 @@ def test_a_panels_next_forecasts_weights_under_each_series_id():
     """Fit on a long DataFrame: predict() and attention() with no data read it as the panel it is
     (they used to read the two series' rows as one, unsorted, series)."""
     df = melbourne()
-    long = pd.concat([df.assign(id="a"), df.assign(id="b", Temp=df["Temp"] * 2)])
+    long = pd.concat([df.assign(id="a"), df.assign(id="b", Temp=df["Temp"] * 2).iloc[:-10]])  # b ends earlier
     f = Forecaster("seq2seq", decoder="direct", **TINY).fit(
         long, time_column="Date", target="Temp", id_column="id"
     )
     assert f.predict().shape[0] == 2 * 4
     weights = f.attention()
     assert weights.index.names == ["id", "forecast time"] and weights.shape == (2 * 4, 14)
+    assert list(weights.columns) == list(range(14, 0, -1)) and weights.columns.name == "steps back"
+    assert not weights.isna().any().any()  # one set of columns though the series end apart
     assert list(weights.index.get_level_values("id").unique()) == ["a", "b"]
     np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)

@@ -51,6 +51,10 @@ def test_train_logs_everything_and_registers(family, tracking_uri):
     assert len(params["dataset.sha256"]) == 64 and int(params["split.test.rows"]) > 0
     # what the network has: filtering runs on model.attention = 'bahdanau' finds attention models only
     assert params["model.attention"] == ("bahdanau" if family == "seq2seq-attention" else "none")
+    # and only settings its network reads: no decoder or attention layout for a many-to-one one
+    seq2seq = family.startswith("seq2seq")
+    assert ("model.decoder" in params) == seq2seq
+    assert ("model.attention_layout" in params) == (family == "seq2seq-attention")
     assert run.data.tags["mlflow.source.git.commit"]
     assert run.data.tags["version.torch"].startswith("2.13.0")
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
