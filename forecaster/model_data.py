@@ -29,14 +29,12 @@ def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConf
     single series, or a bundled long-format one: a panel model forecasts series it never saw),
     read on the model's training clock (forecaster.data.clock)."""
     own = predictor.config.data.model_copy(update={"timezone": predictor.clock})  # its clock
-    if not overrides:
+    if set(overrides) <= {"id_column", "time_format"}:  # the model's own data, read so
         if own.dataset is None and own.path == FRAME_SOURCE:
             raise ConfigError(
                 "this model was fit on a pandas DataFrame, which it does not keep: give the data "
                 "(--data FILE, or a DataFrame to the Python API)"
             )
-        return own
-    if set(overrides) <= {"id_column", "time_format"}:  # the model's own file, read so
         return DataConfig.model_validate(own.model_dump() | overrides)
     base = own.model_dump()
     base.update(dataset=None, path=None, time_column=None, target=None, id_column=None)

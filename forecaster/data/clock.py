@@ -68,7 +68,7 @@ def is_zoned(text: pd.Series) -> bool:
 
 
 def parse_on_clock(
-    text: pd.Series, timezone: str | None, time_format: str | None = None
+    text: pd.Series, timezone: str | None, time_format: str | None = None, series: np.ndarray | None = None
 ) -> tuple[pd.DatetimeIndex, str, str | None]:
     """A column of timestamp text -> naive wall times on its clock (NaT where unparseable), read
     with one format for the whole column (``time_formats.py``; ``time_format`` when given), that
@@ -77,9 +77,9 @@ def parse_on_clock(
     clock = clock_for(zoned, timezone)
     if zoned and clock == LOCAL:  # the wall time as written, offsets dropped
         stripped = text.str.replace(OFFSET, "", regex=True)
-        parsed = parse_column(stripped, utc=False, time_format=time_format)
+        parsed = parse_column(stripped, utc=False, time_format=time_format, series=series)
         return parsed.times, clock, order_to_keep(parsed)
-    parsed = parse_column(text, utc=True, time_format=time_format)
+    parsed = parse_column(text, utc=True, time_format=time_format, series=series)
     kept = order_to_keep(parsed)
     if zoned and clock != UTC_CLOCK:
         return parsed.times.tz_convert(clock).tz_localize(None), clock, kept

@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import pandas as pd
 
-from forecaster.data.clock import LOCAL, parse_on_clock
+from forecaster.data.clock import LOCAL, UTC_CLOCK, parse_on_clock
 from forecaster.data.frequency import infer_frequency, is_business_day
 from forecaster.errors import DataError
 
@@ -180,7 +180,7 @@ def series_from_parsed(
     repairs: list[str] = []
     frame = _resolve_duplicates(frame, where, time_column, duplicates, repairs, rows)
     freq = frequency or inferred_frequency(frame.index, where)
-    frame = _regularise(frame, where, time_column, freq, fill, repairs)
+    frame = _regularise(frame, where, time_column, freq, fill, repairs, clock)
     _check_nans(frame, where, fill, repairs)
     if fill is not None:
         frame = _fill(frame, fill)
@@ -237,17 +237,20 @@ class ParsedTimes(NamedTuple):
 
 
 def parse_times(
-    column: pd.Series, timezone: str | None = None, time_format: str | None = None, where: str = ""
+    column: pd.Series,
+    timezone: str | None = None,
+    time_format: str | None = None,
+    where: str = "",
+    series: np.ndarray | None = None,
 ) -> ParsedTimes:
     """Timestamps (naive wall times on one clock for the whole series), the positions that do not
     parse, that clock (forecaster.data.clock: zone-aware stamps in UTC or in ``timezone``) and the
     format to keep. ``where`` names the file and column in the error of a column no one format
-    reads."""
-    if timezone is None and isinstance(column.dtype, pd.DatetimeTZDtype):
-        timezone = str(column.dtype.tz)  # a DataFrame's zone-aware column: its own zone's wall clock
+    reads; ``series``: each row's series code in a long-format file, whose dates start again at
+    every series."""
     text = column.astype(str).str.strip()
     try:
-        times, clock, kept = parse_on_clock(text, timezone, time_format)
+        times, clock, kept = parse_on_clock(text, timezone, time_format, series)
     except DataError as exc:
         raise DataError(f"{where}: {exc}" if where else str(exc)) from None
     return ParsedTimes(times, np.flatnonzero(times.isna()), clock, kept, time_format)
@@ -360,9 +363,11 @@ def _regularise(
     freq: str,
     fill: FillPolicy | None,
     repairs: list[str],
+    clock: str = LOCAL,
 ) -> pd.DataFrame:
     """Put the series on its frequency's grid; missing steps are an error unless a fill policy is
-    given. Business-day series skip the check: a weekday without a row is a market holiday."""
+    given. Business-day series skip the check: a weekday without a row is a market holiday.
+    ``clock``: the one the timestamps were read on, named in an off-grid error when it is UTC."""
     if is_business_day(freq) or evenly_spaced(values.index, freq):
         return values
     try:
@@ -373,7 +378,7 @@ def _regularise(
     if len(off_grid):
         raise DataError(
             f"{path}: column {name!r}: timestamp {off_grid[0]} is off the {freq!r} grid "
-            f"starting at {values.index[0]} ({len(off_grid)} in total)"
+            f"starting at {values.index[0]} ({len(off_grid)} in total){utc_hint(clock, freq)}"
         )
     missing = grid.difference(values.index)
     if len(missing) == 0:
@@ -385,6 +390,21 @@ def _regularise(
         )
     repairs.append(f"{len(missing)} missing step(s) filled by {fill!r}, first at {missing[0]}")
     return values.reindex(grid).rename_axis(name)
+
+
+def utc_hint(clock: str, freq: str) -> str:
+    """Why daily stamps with a zone leave the grid: read in UTC, a local midnight moves by an hour
+    with daylight saving. Said where it can be the cause (steps of a day or more)."""
+    try:
+        daily = pd.Timedelta(pd.tseries.frequencies.to_offset(freq)) >= pd.Timedelta(days=1)
+    except ValueError:  # months, quarters, years
+        daily = True
+    if clock != UTC_CLOCK or not daily:
+        return ""
+    return (
+        "; the timestamps were read in UTC, where a local midnight moves with daylight saving: "
+        "data.timezone (their zone, e.g. Europe/Berlin) reads them as local dates"
+    )
 
 
 def evenly_spaced(index: pd.DatetimeIndex, freq: str) -> bool:

@@ -90,7 +90,8 @@ def parse_table(
         first = int(blank.to_numpy().nonzero()[0][0])
         raise DataError(f"{path}: column {id_column!r}, row {first + 1}: the series id is empty")
     codes, keys = pd.factorize(ids, sort=True)
-    parsed = parse_times(raw[time_column], timezone, time_format, f"{path}: column {time_column!r}")
+    where = f"{path}: column {time_column!r}"
+    parsed = parse_times(raw[time_column], timezone, time_format, where, series=codes)
     values, bad_values = {}, {}
     for column in columns:
         values[column], bad_values[column] = parse_numbers(raw[column])

@@ -27,6 +27,7 @@ import re
 import warnings
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 from pandas.tseries.api import guess_datetime_format
 
@@ -84,7 +85,9 @@ def numeric_formats(found: re.Match[str]) -> tuple[str, str]:
     return f"%m{sep}%d{sep}{year}{time}", f"%d{sep}%m{sep}{year}{time}"
 
 
-def parse_column(text: pd.Series, utc: bool, time_format: str | None = None) -> Parsed:
+def parse_column(
+    text: pd.Series, utc: bool, time_format: str | None = None, series: np.ndarray | None = None
+) -> Parsed:
     """Timestamps of a text column read with one day-month order (the module docstring says how),
     and the format that was; ``time_format`` when given. DataError when the column reads as well
     day first as month first, differently, and nothing says which."""
@@ -105,7 +108,7 @@ def parse_column(text: pd.Series, utc: bool, time_format: str | None = None) -> 
     if len(formats) == 1:
         return Parsed(with_variants(text, utc, formats[0]), formats[0])
     readings = [with_variants(text, utc, fmt) for fmt in formats]
-    in_order = [in_time_order(reading) for reading in readings]
+    in_order = [in_time_order(reading, series) for reading in readings]
     if in_order[0] != in_order[1]:  # the loader refuses an unsorted file: that order is not meant
         chosen = in_order.index(True)  # (its rows the other order misses are named, not guessed)
         return Parsed(readings[chosen], formats[chosen])
@@ -144,28 +147,43 @@ def with_variants(text: pd.Series, utc: bool, time_format: str) -> pd.DatetimeIn
     return times
 
 
+DATE_AND_TIME = re.compile(r"^(?P<date>.*?)(?P<sep>[ T])(?P<time>%[HI].*)$")  # "%d/%m/%Y" " " "%H:%M"
+# the times a first row without one (a midnight whose "00:00" a spreadsheet dropped) lets in
+TIMES = ("%H:%M", "%H:%M:%S", "%I:%M %p", "%I:%M:%S %p", "%I:%M%p")
+
+
 def variants(time_format: str) -> list[str]:
-    date = time_format.split(" ")[0]
-    if date == time_format:  # a date-only first row (midnight, "00:00" dropped): the others' times
-        return [f"{date} %H:%M", f"{date} %H:%M:%S"]
-    found = [date]
-    for short, long in (("%H:%M", "%H:%M:%S"), ("%H:%M:%S", "%H:%M:%S.%f")):
-        if time_format.endswith(short) and not time_format.endswith(long):
-            found.append(f"{time_format[: -len(short)]}{long}")
-    if time_format.endswith("%H:%M:%S"):
-        found.append(time_format.removesuffix(":%S"))
-    if time_format.endswith("%H:%M:%S.%f"):
-        found.append(time_format.removesuffix(".%f"))
-    return found
+    """Formats of the same date part and order for the rows ``time_format`` misses: the date alone,
+    any time where the format has none, and its time with seconds or fractions added or dropped."""
+    parts = DATE_AND_TIME.match(time_format)
+    if parts is None:  # no time: the other rows may have one
+        return [f"{time_format} {time}" for time in TIMES]
+    date, sep, time = parts["date"], parts["sep"], parts["time"]
+    precisions = {
+        time.replace(":%M", ":%M:%S", 1) if ":%S" not in time else time.replace(":%S", "", 1),
+        time.replace(":%S", ":%S.%f", 1) if ".%f" not in time else time.replace(".%f", "", 1),
+    }
+    return [date, *(f"{date}{sep}{other}" for other in sorted(precisions) if other != time)]
 
 
-def in_time_order(times: pd.DatetimeIndex) -> bool:
-    """Whether the rows read are in time order (ties allowed: duplicates have their own rule)."""
-    return times[times.notna()].is_monotonic_increasing
+def in_time_order(times: pd.DatetimeIndex, series: np.ndarray | None = None) -> bool:
+    """Whether the rows read are in time order (ties allowed: duplicates have their own rule);
+    within each series of a long-format file (``series``: each row's series code), whose dates
+    start again at every series."""
+    read_rows = times.notna()
+    if series is None:
+        return times[read_rows].is_monotonic_increasing
+    rows = pd.DataFrame({"series": series[read_rows], "time": times[read_rows]})
+    return bool((rows.groupby("series")["time"].diff().dropna() >= pd.Timedelta(0)).all())
 
 
 def read(text: pd.Series, utc: bool, time_format: str) -> pd.DatetimeIndex:
-    return pd.DatetimeIndex(pd.to_datetime(text, errors="coerce", utc=utc, format=time_format))
+    """``text`` read with ``time_format`` (NaT where a value does not fit it, or where the format
+    cannot be compiled at all, as a variant built from another format may not be)."""
+    try:
+        return pd.DatetimeIndex(pd.to_datetime(text, errors="coerce", utc=utc, format=time_format))
+    except (ValueError, re.error):
+        return pd.DatetimeIndex([pd.NaT] * len(text), tz="UTC" if utc else None)
 
 
 def check_format(time_format: str) -> str:
@@ -173,6 +191,6 @@ def check_format(time_format: str) -> str:
     as %Q would otherwise surface as a traceback from the first file read)."""
     try:
         pd.to_datetime(pd.Series(["2000-01-01"]), format=time_format, errors="coerce")
-    except ValueError as exc:
+    except (ValueError, re.error) as exc:
         raise ValueError(f"{time_format!r} is not a date format pandas reads ({exc})") from None
     return time_format

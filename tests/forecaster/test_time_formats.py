@@ -162,16 +162,16 @@ def test_a_typo_in_a_column_that_reads_both_ways_is_named_not_obeyed(tmp_path):
         load_series(write(tmp_path, stamps), "t", "y")
 
 
-def test_a_frames_zone_aware_column_is_read_on_its_own_zone(tmp_path):
-    """Daily stamps at local midnight across a DST change: in UTC they would leave the daily grid."""
-    from forecaster.data.loading import load_series as load
-
+def test_daily_stamps_with_a_zone_off_the_utc_grid_point_to_data_timezone():
+    """Local midnights across a DST change are an hour apart in UTC (the clock zone-aware stamps
+    are read on): the error says so and names the setting that reads them as local dates."""
     frame = pd.DataFrame(
         {"t": pd.date_range("2023-03-01", periods=30, freq="D", tz="America/New_York"), "y": range(30)}
     )
-    series = load("frame", "t", "y", table=frame)
-    assert series.frequency == "D" and series.clock == "America/New_York"
-    assert series.frame.index[-1] == pd.Timestamp("2023-03-30")
+    with pytest.raises(DataError, match="off the 'D' grid.*read in UTC.*data.timezone"):
+        load_series("frame", "t", "y", table=frame)
+    series = load_series("frame", "t", "y", table=frame, timezone="America/New_York")
+    assert series.frequency == "D" and series.frame.index[-1] == pd.Timestamp("2023-03-30")
 
 
 def test_a_cell_shown_in_an_error_is_written_as_the_frame_has_it():
@@ -180,3 +180,31 @@ def test_a_cell_shown_in_an_error_is_written_as_the_frame_has_it():
     with pytest.raises(DataError) as error:
         load_series("frame", "t", "y", table=frame)
     assert "row 1: cannot parse timestamp 1700000000 " in str(error.value)
+
+
+def test_a_t_separated_format_with_a_blank_row_names_the_row(tmp_path):
+    """The variants of a "T" format split its date at the T: no format pandas cannot compile."""
+    stamps = [f"13-02-2024T{hour:02d}:00" for hour in range(3)] + [""]
+    with pytest.raises(DataError, match=r"row 4: cannot parse timestamp ''"):
+        load_series(write(tmp_path, stamps), "t", "y")
+
+
+def test_twelve_hour_rows_shortened_by_a_spreadsheet_are_read_in_the_columns_order(tmp_path):
+    stamps = ["13/02/24", "13/02/24 1:00 AM", "13/02/24 2:00:00 AM", "13/02/24 3:00 AM"]
+    times = load_series(write(tmp_path, stamps), "t", "y").frame.index
+    assert list(times) == list(pd.date_range("2024-02-13", periods=4, freq="h"))
+
+
+def test_a_panels_dates_are_in_order_within_each_series_not_down_the_file(tmp_path):
+    """Long format: each series starts its dates again. Read month first, both series are in order
+    too, so the file reads both ways and is refused, not read month first."""
+    from forecaster.data.panel import load_panel
+
+    path = tmp_path / "long.csv"
+    rows = [("a", "01/02/2024"), ("a", "02/02/2024"), ("a", "03/02/2024")]
+    rows += [("b", "04/01/2024"), ("b", "05/01/2024"), ("b", "06/01/2024")]
+    path.write_text("id,t,y\n" + "".join(f"{key},{stamp},1.0\n" for key, stamp in rows))
+    with pytest.raises(DataError, match="read both month first"):
+        load_panel(path, "id", "t", "y", frequency="D")
+    panel = load_panel(path, "id", "t", "y", frequency="D", time_format="%d/%m/%Y")
+    assert panel.members["b"].frame.index[0] == pd.Timestamp("2024-01-04")
