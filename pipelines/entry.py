@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import sys
 
-# 128 + SIGINT, as pipelines/interrupts.py has it (not imported here: the import is what may be cut)
-INTERRUPTED_EXIT = 130
+from pipelines.interrupts import INTERRUPTED_EXIT  # signal, sys and threading alone: no second to cut
 
 
 def main() -> None:

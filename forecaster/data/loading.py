@@ -233,7 +233,6 @@ class ParsedTimes(NamedTuple):
     bad: np.ndarray  # the positions that do not parse
     clock: str  # forecaster.data.clock
     time_format: str | None  # the day-month order a model keeps (time_formats.order_to_keep)
-    given_format: str | None = None  # data.time_format, when set: named in the error of a row
 
 
 def parse_times(
@@ -253,7 +252,7 @@ def parse_times(
         times, clock, kept = parse_on_clock(text, timezone, time_format, series)
     except DataError as exc:
         raise DataError(f"{where}: {exc}" if where else str(exc)) from None
-    return ParsedTimes(times, np.flatnonzero(times.isna()), clock, kept, time_format)
+    return ParsedTimes(times, np.flatnonzero(times.isna()), clock, kept)
 
 
 def time_error(
