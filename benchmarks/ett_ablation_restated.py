@@ -58,34 +58,86 @@ class Cell(NamedTuple):
     p_value: float
 
 
-def separated(ratio: float) -> bool:
-    """Whether selection puts the two networks SEPARATES or more apart, either way."""
-    return abs(ratio - 1) >= SEPARATES
+def separated(ratio: float, line: float = SEPARATES) -> bool:
+    """Whether selection puts the two networks ``line`` or more apart, either way."""
+    return abs(ratio - 1) >= line
 
 
 def meets_as_written(cell: Cell) -> bool:
     return cell.test_ratio < 1
 
 
-def shortfall(cell: Cell) -> str | None:
-    """Why the cell fails the restated target, or None where it meets it."""
+def shortfall(cell: Cell, line: float = SEPARATES) -> str | None:
+    """Why the cell fails the restated target, or None where it meets it (a cell without a paired
+    test is judged on the other clauses alone)."""
     if cell.verdict == "higher":
         return "resolved higher on test"
-    if separated(cell.selection_ratio) and cell.selection_ratio > 1:
+    if separated(cell.selection_ratio, line) and cell.selection_ratio > 1:
         return "selection has attention above"
-    if separated(cell.selection_ratio) and cell.test_ratio >= 1:
+    if separated(cell.selection_ratio, line) and cell.test_ratio >= 1:
         return "selection has attention below, test above"
     return None
 
 
-def seen_helping(cells: list[Cell]) -> list[Cell]:
-    """The cells where selection puts attention SEPARATES or more below the twin and test agrees."""
-    return [c for c in cells if separated(c.selection_ratio) and c.selection_ratio < 1 and c.test_ratio < 1]
+def seen_helping(cells: list[Cell], line: float = SEPARATES) -> list[Cell]:
+    """The cells where selection puts attention ``line`` or more below the twin and test agrees."""
+    return [
+        c for c in cells if separated(c.selection_ratio, line) and c.selection_ratio < 1 and c.test_ratio < 1
+    ]
 
 
-def restated_met(cells: list[Cell]) -> bool:
+def restated_met(cells: list[Cell], line: float = SEPARATES) -> bool:
     """Every cell meets the restated target, and attention is seen helping in at least one."""
-    return all(shortfall(c) is None for c in cells) and bool(seen_helping(cells))
+    return all(shortfall(c, line) is None for c in cells) and bool(seen_helping(cells, line))
+
+
+# the paired tests on record, by the commit of the attention runs they retrained
+TESTED_VERSIONS = {"c3aaf70": significance.RESULTS, "de8ab97": significance.RESULTS_LAG_SCALE_10}
+UNTESTED = "not tested"
+OTHER_LINES = (0.005, 0.01, 0.05, 0.1)  # the separation line's other readings
+
+
+def version_cells(version: versions.Version, recorded: list[dict]) -> list[Cell]:
+    """One recorded version of the ablation against its own twin, read as today's is: selection and
+    test from its runs, the paired test where one was made of them (else ``UNTESTED``)."""
+    attention = versions.runs_of(ATTENTION, version.attention, recorded)
+    twin = versions.runs_of(TWIN, version.twin, recorded)
+    path = TESTED_VERSIONS.get(version.attention)
+    tests = {(r["lookback"], r["horizon"]): r for r in significance.read(path)} if path else {}
+    cells = []
+    for lookback, horizon in sorted({key[:2] for key in attention}):
+        keys = sorted(k for k in attention if k[:2] == (lookback, horizon))
+        a = [attention[k] for k in keys]
+        t = [twin[k] for k in keys]
+        record = tests.get((lookback, horizon))
+        cells.append(
+            Cell(
+                lookback=lookback,
+                horizon=horizon,
+                selection=[versions.selection(x) / versions.selection(y) for x, y in zip(a, t, strict=True)],
+                selection_ratio=statistics.mean(map(versions.selection, a))
+                / statistics.mean(map(versions.selection, t)),
+                test_ratio=statistics.mean(map(versions.test, a)) / statistics.mean(map(versions.test, t)),
+                verdict=significance.verdict(record) if record else UNTESTED,
+                p_value=record["p_value"] if record else float("nan"),
+            )
+        )
+    return cells
+
+
+def version_reading(version: versions.Version, cells: list[Cell]) -> str:
+    """A version's verdict under the restated target, with where it fails."""
+    failing = [f"L={c.lookback} H={c.horizon} ({shortfall(c)})" for c in cells if shortfall(c)]
+    untested = all(c.verdict == UNTESTED for c in cells)
+    if failing:
+        verdict = "not met: " + ", ".join(failing)
+    elif not seen_helping(cells):
+        verdict = "not met: seen helping nowhere"
+    else:
+        verdict = "met" + (
+            " on clauses 2 and 3; clause 1 not tested (no paired test of its runs)" if untested else ""
+        )
+    return f"{version.label}: {verdict}"
 
 
 def cell_of(record: dict) -> Cell:
@@ -149,13 +201,26 @@ def render(cells: list[Cell], placebo_cells: list[Cell]) -> str:
         f"in {len(seen_helping(cells))} of them; in every seed, attention {SEPARATES:.0%} or more below "
         f"on selection in {len(every_seed)} cells."
     )
+    lines.append(
+        "\nAt other separation lines, today's runs: "
+        + "; ".join(
+            f"{line:.1%}: {'met' if restated_met(cells, line) else 'not met'}" for line in OTHER_LINES
+        )
+        + "."
+    )
+    recorded = versions.every_run()
+    lines.append(
+        "\nEvery recorded version against its own twin, as restated: "
+        + "; ".join(version_reading(v, version_cells(v, recorded)) for v in versions.VERSIONS)
+        + "."
+    )
     farthest = max(abs(c.selection_ratio - 1) for c in placebo_cells)
     lines.append(
         f"\nThe placebo against the twin, read the same way: as written {sum(map(meets_as_written, placebo_cells))} "
         f"of {len(placebo_cells)} cells; as restated {'met' if restated_met(placebo_cells) else 'not met'}: "
         f"resolved higher in {sum(c.verdict == 'higher' for c in placebo_cells)}, lower in "
         f"{sum(c.verdict == 'lower' for c in placebo_cells)}; selection puts it within {farthest:.2%} of the "
-        f"twin in every cell, so it is seen helping in {len(seen_helping(placebo_cells))}."
+        f"twin in every cell (ratio of the seed means), so it is seen helping in {len(seen_helping(placebo_cells))}."
     )
     return "\n".join(lines)
 

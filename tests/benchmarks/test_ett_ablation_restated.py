@@ -69,3 +69,30 @@ def test_the_readme_table_is_rendered_from_the_committed_records():
     document = (REPO / "benchmarks" / "README.md").read_text()
     block = document.split(restated.BEGIN)[1].split(restated.END)[0]
     assert block.strip() == restated.render(restated.read_cells(), restated.read_placebo_cells()).strip()
+
+
+def test_todays_version_read_from_its_runs_is_the_table_read_from_the_paired_tests():
+    todays = next(v for v in versions.VERSIONS if v.attention == "de8ab97")
+    from_runs = restated.version_cells(todays, versions.every_run())
+    from_tests = sorted(restated.read_cells(), key=lambda c: (c.lookback, c.horizon))
+    assert [(c.lookback, c.horizon, c.verdict) for c in from_runs] == [
+        (c.lookback, c.horizon, c.verdict) for c in from_tests
+    ]
+    for a, b in zip(from_runs, from_tests, strict=True):
+        assert a.selection == pytest.approx(b.selection, rel=1e-12)
+        assert a.test_ratio == pytest.approx(b.test_ratio, rel=1e-9)
+
+
+def test_a_versions_reading_names_where_it_fails_and_what_was_not_tested():
+    version = versions.Version("hand-made", "a1", "t1")
+    helping = cell(0.95, 0.9)
+    assert restated.version_reading(version, [helping, cell(0.999, 1.01)]) == "hand-made: met"
+    untested = [helping._replace(verdict=restated.UNTESTED)]
+    assert "clause 1 not tested" in restated.version_reading(version, untested)
+    failing = [helping, cell(1.03, 1.05)._replace(lookback=336, horizon=720)]
+    assert restated.version_reading(version, failing) == (
+        "hand-made: not met: L=336 H=720 (selection has attention above)"
+    )
+    assert (
+        restated.version_reading(version, [cell(0.999, 0.99)]) == "hand-made: not met: seen helping nowhere"
+    )
