@@ -24,13 +24,27 @@ def interval_quantiles(level: float) -> tuple[float, float]:
     return lower, round(1 - lower, 6)
 
 
-def window_volatility(past_target: np.ndarray, span: int) -> np.ndarray:
+def window_volatility(past_target: np.ndarray, span: int, floor: np.ndarray | None = None) -> np.ndarray:
     """(N, L) raw target windows -> (N, 1) mean absolute change over the last ``span`` steps
     (floored, never 0). A recent span tracks calm and turbulent spells better than the whole
-    window (chosen on a split of the validation period, not on test)."""
+    window (chosen on a split of the validation period, not on test). ``floor`` (N,), raw units:
+    the least volatility a window is given (``calmest_volatility`` times its series' scale), so
+    that a flat stretch (a stuck sensor, rounded readings, weeks of zero demand) gets an interval
+    as wide as the calmest window calibration saw, not one 1e-6 wide."""
     changes = np.abs(np.diff(past_target[:, -(span + 1) :], axis=1))  # (N, span)
     volatility = changes.mean(axis=1, keepdims=True)
+    if floor is not None:
+        volatility = np.maximum(volatility, np.asarray(floor, dtype=np.float64).reshape(-1, 1))
     return np.maximum(volatility, 1e-6 * (np.abs(past_target).mean() + 1.0))
+
+
+def calmest_volatility(past_target: np.ndarray, span: int, scale: float) -> float | None:
+    """The lowest volatility of (N, L) calibration windows, in units of their series' ``scale``
+    (the target's training standard deviation); None without windows. Below it no calibration
+    window says how large the errors get, and as the minimum it changes no calibration score."""
+    if not len(past_target):
+        return None
+    return float(window_volatility(past_target, span).min() / scale)
 
 
 def volatility_span(lookback: int, period: int) -> int:

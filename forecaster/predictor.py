@@ -94,6 +94,9 @@ class Predictor:
         self.device = torch.device("cpu")
         self.dtype = torch.float32
         self.conformal: dict[float, np.ndarray] = {}  # level -> (H,) score quantiles (x volatility)
+        # the calmest calibration window's volatility over its series' scale (None: saved before it
+        # was kept, and those models keep their intervals as they were)
+        self.volatility_floor: float | None = None
         self.future_scaler: StandardScaler | None = None  # future covariates, fitted on train rows
         self.series_scalers: dict[str, StandardScaler] = {}  # a panel's, by series id
         self.clock = LEGACY  # forecaster.data.clock: the training timestamps' wall clock
@@ -237,17 +240,19 @@ class Predictor:
             attention = np.concatenate(weights) if weights else None
         mean = np.concatenate(means) if means else np.empty((0, self.horizon))
         native = np.concatenate(chunked) if chunked and chunked[0] is not None else None
-        quantiles = self._quantiles(mean, native, past[:, :, 0])
+        quantiles = self._quantiles(mean, native, past[:, :, 0], spread[:, 0, 0])
         return Prediction(mean, attention, future_times, quantiles, np.asarray(spread)[:, 0, 0])
 
     def _quantiles(
-        self, mean: np.ndarray, native: np.ndarray | None, past_target: np.ndarray
+        self, mean: np.ndarray, native: np.ndarray | None, past_target: np.ndarray, scale: np.ndarray
     ) -> dict[float, np.ndarray]:
-        """The network's own quantiles, or conformal interval bounds around the point forecast."""
+        """The network's own quantiles, or conformal interval bounds around the point forecast;
+        ``scale`` (N,): each window's target scale, which ``volatility_floor`` is in units of."""
         if native is not None:
             return {q: native[..., i] for i, q in enumerate(self.config.model.quantiles)}
         bounds = {}
-        volatility = window_volatility(past_target, self.volatility_span) if self.conformal else None
+        floor = None if self.volatility_floor is None else self.volatility_floor * np.asarray(scale)
+        volatility = window_volatility(past_target, self.volatility_span, floor) if self.conformal else None
         for level, score in sorted(self.conformal.items()):
             lower, upper = interval_quantiles(level)
             width = score * volatility  # (N, H)
@@ -381,6 +386,7 @@ class Predictor:
             "features": self.features,
             "frequency": self.frequency,
             "conformal": {str(level): width.tolist() for level, width in self.conformal.items()},
+            "volatility_floor": self.volatility_floor,
             "future_scaler": None if self.future_scaler is None else self.future_scaler.to_dict(),
             "series_scalers": {key: scaler.to_dict() for key, scaler in self.series_scalers.items()},
             "clock": self.clock,
@@ -414,6 +420,7 @@ class Predictor:
             network, config, StandardScaler.from_dict(meta["scaler"]), meta["features"], meta["frequency"]
         )
         predictor.conformal = {float(k): np.asarray(v) for k, v in meta.get("conformal", {}).items()}
+        predictor.volatility_floor = meta.get("volatility_floor")
         if meta.get("future_scaler"):
             predictor.future_scaler = StandardScaler.from_dict(meta["future_scaler"])
         predictor.series_scalers = {

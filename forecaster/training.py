@@ -22,13 +22,13 @@ from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from forecaster.averaging import AveragedWeights
 from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
 from forecaster.config import ForecastConfig
-from forecaster.conformal import conformal_scores
+from forecaster.conformal import calmest_volatility, conformal_scores
 from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
 from forecaster.data.frequency import seasonal_period
 from forecaster.data.scaling import StandardScaler
 from forecaster.epoch_means import EpochMeans
 from forecaster.errors import ConfigError
-from forecaster.evaluation import MODEL, evaluate, training_mase_scale
+from forecaster.evaluation import MODEL, Evaluation, evaluate, training_mase_scale
 from forecaster.models import build_network
 from forecaster.module import ForecastModule
 from forecaster.predictor import SINGLE_SERIES, Predictor
@@ -119,6 +119,25 @@ def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[f
     predictor.conformal = conformal_scores(
         selection.actual, selection.forecasts[MODEL], selection.past_target, levels, predictor.volatility_span
     )
+    predictor.volatility_floor = calmest_of(predictor, selection)
+
+
+def calmest_of(predictor: Predictor, selection: Evaluation) -> float | None:
+    """The calmest selection window's volatility in its series' scale, over every series of a
+    panel (``calmest_volatility``): the floor a forecast's window volatility is given."""
+    parts = selection.per_series or {SINGLE_SERIES: selection}
+    calmest = [
+        calmest_volatility(part.past_target, predictor.volatility_span, target_scale_of(predictor, key))
+        for key, part in parts.items()
+    ]
+    found = [value for value in calmest if value is not None]
+    return min(found) if found else None
+
+
+def target_scale_of(predictor: Predictor, series_id: str) -> float:
+    """The training standard deviation a series' target is scaled by: its own in a panel."""
+    scaler = predictor.series_scalers.get(series_id, predictor.scaler)
+    return float(scaler.std[0])
 
 
 def with_time_format_read(config: ForecastConfig, read_in: str | None) -> ForecastConfig:

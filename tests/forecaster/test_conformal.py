@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from forecaster.conformal import (
+    calmest_volatility,
     conformal_scores,
     coverage,
     interval_quantiles,
@@ -42,3 +43,18 @@ def test_volatility_span_is_one_season_within_the_window():
     assert volatility_span(lookback=96, period=24) == 24
     assert volatility_span(lookback=14, period=24) == 13
     assert volatility_span(lookback=28, period=1) == 2
+
+
+def test_a_flat_window_gets_the_calmest_calibration_windows_volatility_not_zero():
+    past, _, _ = synthetic(200, seed=2)
+    calmest = calmest_volatility(past, span=10, scale=2.0)
+    assert calmest == pytest.approx(window_volatility(past, span=10).min() / 2.0)
+    flat = np.full((1, 30), 14.0)
+    assert window_volatility(flat, span=10)[0, 0] < 1e-4  # no floor: near-certainty
+    floored = window_volatility(flat, span=10, floor=np.array([calmest * 2.0]))
+    assert floored[0, 0] == pytest.approx(window_volatility(past, span=10).min())
+    # as the minimum it changes no calibration window's volatility, so no calibration score
+    np.testing.assert_array_equal(
+        window_volatility(past, span=10, floor=np.full(200, calmest * 2.0)), window_volatility(past, span=10)
+    )
+    assert calmest_volatility(past[:0], span=10, scale=2.0) is None

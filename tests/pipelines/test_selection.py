@@ -73,6 +73,7 @@ def everything_decided(tracking_uri: str, data: tuple[str, ...]) -> dict:
         "champion": (str(champion.version), champion.run_id == good["run_id"]),
         "weights": {k: v.clone() for k, v in predictor.network.state_dict().items()},
         "conformal": {level: width.copy() for level, width in predictor.conformal.items()},
+        "volatility_floor": predictor.volatility_floor,
         "order": [order.index(good["run_id"][:8]), order.index(bad["run_id"][:8])],
         "runs": (good, bad),
     }
@@ -125,6 +126,7 @@ def test_changing_the_test_rows_changes_no_decision(decided, tmp_path, monkeypat
     assert changed["conformal"].keys() == original["conformal"].keys()
     for level, width in original["conformal"].items():
         np.testing.assert_array_equal(changed["conformal"][level], width)
+    assert changed["volatility_floor"] == original["volatility_floor"] is not None
     for name, tensor in original["weights"].items():
         assert torch.equal(changed["weights"][name], tensor), name
 

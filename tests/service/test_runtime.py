@@ -134,3 +134,19 @@ def test_onnx_runtime_takes_the_services_thread_count(store):
             assert session.get_session_options().intra_op_num_threads == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_window_whose_last_week_is_flat_gets_the_calmest_calibration_windows_interval(store):
+    """A stuck sensor's window: the interval is the conformal score times the calmest selection
+    window's volatility, on either runtime, not a 1e-6 sliver around the forecast."""
+    rng = np.random.default_rng(1)
+    values = [*(12 + 3 * rng.standard_normal(7)).tolist(), *[14.0] * 7]  # L=14, the last week flat
+    with serving(store, "models:/rt-lstm@champion", inference_runtime="torch") as client:
+        predictor = client.app.state.store.current.predictor
+        response = client.post("/v1/predict", json={"series": [{"values": values}]})
+    assert response.status_code == 200, response.text
+    (forecast,) = response.json()["forecasts"]
+    floor = predictor.volatility_floor * float(predictor.scaler.std[0])
+    assert floor > 1e-3
+    half_width = (np.array(forecast["quantiles"]["0.9"]) - np.array(forecast["quantiles"]["0.1"])) / 2
+    np.testing.assert_allclose(half_width, predictor.conformal[0.8] * floor, rtol=1e-4)
