@@ -10,8 +10,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import mlflow
+from sqlalchemy.exc import ArgumentError
 
 from forecaster.errors import ForecasterError
+from infra.database_urls import sqlite_file
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 DEFAULT_ARTIFACT_DIR = "mlartifacts"
@@ -26,9 +28,12 @@ def resolve_tracking_uri(explicit: str | None = None) -> str:
     return explicit or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
-def connect(tracking_uri: str) -> str:
+def connect(tracking_uri: str, existing: bool = False) -> str:
     """Point MLflow at ``tracking_uri`` after checking a remote server answers (MLflow's own
-    client would retry for minutes before failing)."""
+    client would retry for minutes before failing). ``existing``: the command only reads what the
+    store holds, so a local SQLite store whose file is missing is refused (``check_store_exists``)."""
+    if existing:
+        check_store_exists(tracking_uri)
     if tracking_uri.startswith(("http://", "https://")):
         health = tracking_uri.rstrip("/") + "/health"
         try:
@@ -41,6 +46,29 @@ def connect(tracking_uri: str) -> str:
             ) from None
     mlflow.set_tracking_uri(tracking_uri)
     return tracking_uri
+
+
+def check_store_exists(tracking_uri: str) -> None:
+    """A mistyped SQLite path would otherwise be created as an empty store by the first MLflow
+    call, and the command would then say "experiment not found" or "model not found" about it,
+    leaving the file behind."""
+    if not tracking_uri.lower().startswith("sqlite:"):
+        return
+    try:
+        path = sqlite_file(tracking_uri)
+    except ArgumentError:
+        return  # MLflow names a malformed URI itself
+    if path is not None and not path.exists():
+        raise TrackingError(
+            f"the tracking store {path} does not exist (nothing was trained into it): check "
+            "--tracking-uri or MLFLOW_TRACKING_URI"
+        )
+
+
+def reads_the_store(model_uri: str) -> bool:
+    """Whether a model URI is found through the tracking store (the registry or a run), not a
+    local folder."""
+    return model_uri.startswith(("models:/", "runs:/"))
 
 
 # Marks experiments as model training, not GenAI. MLflow 3.17.2's UI ignores it when choosing a

@@ -88,9 +88,9 @@ def retrain(
     from monitoring.settings import MonitoringSettings
     from pipelines.console import console
     from pipelines.retrain import retrain as run_retrain
-    from pipelines.tracking import connect, resolve_tracking_uri
+    from pipelines.tracking import connect, reads_the_store, resolve_tracking_uri
 
-    uri = connect(resolve_tracking_uri(tracking_uri))
+    uri = connect(resolve_tracking_uri(tracking_uri), existing=reads_the_store(model_uri))
     result = run_retrain(
         model_uri,
         forecast_log_url(forecast_log),

@@ -55,9 +55,9 @@ def predict(
         output_format(output)  # a wrong extension is said before minutes of work
     from pipelines.console import console
     from pipelines.predict import forecast_next, write_forecasts
-    from pipelines.tracking import connect, resolve_tracking_uri
+    from pipelines.tracking import connect, reads_the_store, resolve_tracking_uri
 
-    connect(resolve_tracking_uri(tracking_uri))
+    connect(resolve_tracking_uri(tracking_uri), existing=reads_the_store(model_uri))
     if engine == "spark":
         from pipelines.spark_predict import forecast_on_spark
 

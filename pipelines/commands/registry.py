@@ -28,7 +28,7 @@ def compare(
     from pipelines.shared_view import print_view_url, refresh_after_training, view_url
     from pipelines.tracking import connect, resolve_tracking_uri
 
-    uri = connect(resolve_tracking_uri(tracking_uri))
+    uri = connect(resolve_tracking_uri(tracking_uri), existing=True)
     runs = compare_runs(experiment, limit)  # refuses an unknown experiment
     experiment_id = mlflow.get_experiment_by_name(experiment).experiment_id
     # a store this user may only read (a tracking server's READ permission) still compares
@@ -61,7 +61,7 @@ def runs(
 
     if mark_killed and not stale:
         raise ConfigError("--mark-killed needs --stale: only runs whose process is gone are marked")
-    client = mlflow.MlflowClient(connect(resolve_tracking_uri(tracking_uri)))
+    client = mlflow.MlflowClient(connect(resolve_tracking_uri(tracking_uri), existing=True))
     if experiment is None:
         ids = [e.experiment_id for e in client.search_experiments()]
     else:
@@ -93,7 +93,7 @@ def register_command(
     from pipelines.registry import promote, register_run
     from pipelines.tracking import connect, resolve_tracking_uri
 
-    connect(resolve_tracking_uri(tracking_uri))
+    connect(resolve_tracking_uri(tracking_uri), existing=True)
     version = register_run(run_id, name)
     decision = promote(name, version, alias, force, allow_worse_than_naive)
     print(
@@ -114,10 +114,13 @@ def promote(
     """Move an alias to a version only if it beats the current holder and the naive forecast on the
     candidate's selection folds (validation's, before test: split.selection_folds); test decides
     nothing."""
+    from forecaster.errors import ConfigError
     from pipelines.registry import promote as promote_version
     from pipelines.tracking import connect, resolve_tracking_uri
 
-    connect(resolve_tracking_uri(tracking_uri))
+    if not (version.isascii() and version.isdecimal()):  # MLflow would read -1 as a stage
+        raise ConfigError(f"--version {version!r}: a version is a whole number (1, 2, ...)")
+    connect(resolve_tracking_uri(tracking_uri), existing=True)
     decision = promote_version(name, version, alias, force, allow_worse_than_naive)
     print(f"{name} v{version}: @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}")
     if not decision.promoted:

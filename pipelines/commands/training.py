@@ -175,9 +175,9 @@ def evaluate(
     check_given_columns(overrides)
     from pipelines.console import console, metrics_table
     from pipelines.evaluate import run_evaluation
-    from pipelines.tracking import connect, resolve_tracking_uri
+    from pipelines.tracking import connect, reads_the_store, resolve_tracking_uri
 
-    uri = connect(resolve_tracking_uri(tracking_uri))
+    uri = connect(resolve_tracking_uri(tracking_uri), existing=reads_the_store(model_uri))
     result = run_evaluation(model_uri, overrides, experiment, uri)
     if result["resolved"]:
         console.print(result["resolved"], markup=False)  # models:/NAME@ALIAS -> version 3 (run abc12345)

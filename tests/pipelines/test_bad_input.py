@@ -6,7 +6,7 @@ import mlflow
 import pytest
 
 import pipelines.train
-from tests.conftest import free_port
+from tests.conftest import REPO, free_port
 from tests.pipelines.helpers import forecast, tiny_settings
 
 
@@ -121,3 +121,34 @@ def test_a_failed_run_is_marked_failed_and_registers_nothing(tracking_uri, monke
     )
     assert [r.info.status for r in runs] == ["FAILED"]
     assert client.search_registered_models() == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("compare", "--experiment", "demo"),
+        ("runs",),
+        ("promote", "--name", "demo", "--version", "1"),
+        ("register", "--run-id", "abc", "--name", "demo"),
+        (
+            "predict",
+            "--model-uri",
+            "models:/demo@champion",
+            "--data",
+            str(REPO / "data" / "daily-min-temperatures.csv"),
+        ),
+        ("evaluate", "--model-uri", "models:/demo/1"),
+    ],
+)
+def test_a_command_that_reads_the_store_refuses_a_missing_one_and_creates_none(tmp_path, command):
+    """A mistyped SQLite path: named, not created as an empty store that then has no experiment."""
+    missing = tmp_path / "typo" / "mlflw.db"
+    for path in (missing, tmp_path / "mlflw.db"):
+        result = forecast(*command, "--tracking-uri", f"sqlite:///{path}")
+        assert_one_line_error(result, f"the tracking store {path} does not exist")
+        assert not path.exists()
+
+
+def test_promote_names_a_version_that_is_not_a_number(tracking_uri):
+    result = forecast("promote", "--name", "demo", "--version", "-1", "--tracking-uri", tracking_uri)
+    assert_one_line_error(result, "--version '-1': a version is a whole number")
