@@ -124,6 +124,7 @@ class Forecaster:
         """Validate the config with ``data`` and read it, split and windowed: every data problem
         (a column, a row, a gap) is said here, before any training. ``fit`` calls it; the CLI
         calls it first, so that a bad file leaves no MLflow run behind."""
+        check_data_type(data)
         settings = copy.deepcopy(self.settings)
         table = data if isinstance(data, pd.DataFrame) else None
         source = FRAME_SOURCE if table is not None else None if data is None else str(data)
@@ -299,6 +300,7 @@ class Forecaster:
         """The data settings and rows ``predict`` and ``evaluate`` read: ``data`` with the model's
         own columns (a different time or target column named), or the model's own data."""
         predictor = self.fitted_predictor()
+        check_data_type(data)
         if data is None and self.table is not None:  # the frame fit read: a panel's by its ids again
             data, id_column = self.table, id_column or predictor.config.data.id_column
         overrides = {} if id_column is None else {"id_column": id_column}
@@ -345,6 +347,23 @@ def unknown_argument(name: str) -> str:
     return (
         f"Forecaster({name}=...): unknown argument{did_you_mean(name, [*arguments, *sections])} "
         f"(arguments: {', '.join(arguments)}; config sections: {', '.join(sections)})"
+    )
+
+
+def check_data_type(data: object) -> None:
+    """``Data`` is a DataFrame, a file or a bundled dataset's name: anything else (an array, a
+    Series, a list) would be read as a file name, its whole repr said "not found"."""
+    if data is None or isinstance(data, pd.DataFrame | str | Path):
+        return
+    hint = (
+        "series.to_frame() or series.reset_index() gives a DataFrame, with its index as a column"
+        if isinstance(data, pd.Series)
+        else "pd.DataFrame({time_column: timestamps, target: values}) gives one"
+    )
+    package = type(data).__module__.split(".")[0]
+    kind = type(data).__name__ if package == "builtins" else f"{package}.{type(data).__name__}"
+    raise ConfigError(
+        f"data is a DataFrame, a CSV/Parquet file or a bundled dataset's name, not a {kind}: {hint}"
     )
 
 

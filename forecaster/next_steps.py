@@ -62,7 +62,7 @@ def forecast_of(predictor: Predictor, series: LoadedSeries, return_attention: bo
     problem = too_short(predictor, series)
     if problem:
         raise DataError(problem)
-    recent = series.frame[predictor.features].iloc[-predictor.lookback :]
+    recent = series.frame[series.columns].iloc[-predictor.lookback :]  # the model's, the target as named here
     ids = None if series.series_id is None else [series.series_id]
     return predictor.predict(
         recent.to_numpy()[None], recent.index.values[None], return_attention=return_attention, series_ids=ids
@@ -77,8 +77,8 @@ def panel_forecasts(predictor: Predictor, panel: LoadedPanel) -> tuple[pd.DataFr
     if not members:
         first = next(iter(short.values()))
         raise DataError(f"no series of the panel is long enough to forecast ({first})")
-    lookback, columns = predictor.lookback, predictor.features
-    values = np.stack([m.frame[columns].to_numpy()[-lookback:] for m in members])  # (N, L, F)
+    lookback = predictor.lookback
+    values = np.stack([m.frame[m.columns].to_numpy()[-lookback:] for m in members])  # (N, L, F)
     times = np.stack([m.frame.index.values[-lookback:] for m in members])  # (N, L)
     ids = [m.series_id for m in members]
     prediction = predictor.predict(values, times, series_ids=ids)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from forecaster import Forecaster
+from forecaster.errors import ConfigError
 from tests.conftest import REPO
 from tests.pipelines.helpers import forecast, train_json
 
@@ -51,6 +52,9 @@ def test_fit_evaluate_log_load_predict_as_a_notebook_does(tracking_uri):
 
     champion = Forecaster.load("models:/notebook-gru@champion")
     pd.testing.assert_frame_equal(champion.predict(df), forecasts)
+    # the same series under another column name, named by target=: the forecasts under that name
+    renamed = champion.predict(df.rename(columns={"Temp": "temp_c"}), target="temp_c")
+    pd.testing.assert_frame_equal(renamed, forecasts.rename(columns=lambda c: c.replace("Temp", "temp_c")))
     again = champion.evaluate(df, time_column="Date", target="Temp")
     pd.testing.assert_frame_equal(again, scores, check_exact=False, rtol=1e-6)
 
@@ -87,3 +91,17 @@ def test_bad_input_is_named_not_a_traceback():
     with pytest.raises(ForecasterError, match="fit the Forecaster first"):
         Forecaster("gru").predict(melbourne())
     assert json.dumps(Forecaster("seq2seq", lookback=96, horizon=24).settings)  # plain settings
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (melbourne()["Temp"].to_numpy(), "not a numpy.ndarray: pd.DataFrame("),
+        (melbourne()["Temp"], "not a pandas.Series: series.to_frame()"),
+        ([1.0, 2.0, 3.0], "not a list"),
+    ],
+)
+def test_data_that_is_not_a_frame_file_or_dataset_is_named_by_its_type(data, said):
+    with pytest.raises(ConfigError, match="data is a DataFrame, a CSV/Parquet file") as raised:
+        Forecaster("gru", **TINY_ARGS).fit(data, time_column="Date", target="Temp")
+    assert said in str(raised.value) and "file not found" not in str(raised.value)
