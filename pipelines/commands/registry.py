@@ -123,5 +123,5 @@ def promote(
     connect(resolve_tracking_uri(tracking_uri), existing=True)
     decision = promote_version(name, version, alias, force, allow_worse_than_naive)
     print(f"{name} v{version}: @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}")
-    if not decision.promoted:
+    if not decision.promoted and decision.holder_version != version:  # holding it already: done
         raise typer.Exit(1)
