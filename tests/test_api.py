@@ -87,3 +87,23 @@ def test_bad_input_is_named_not_a_traceback():
     with pytest.raises(ForecasterError, match="fit the Forecaster first"):
         Forecaster("gru").predict(melbourne())
     assert json.dumps(Forecaster("seq2seq", lookback=96, horizon=24).settings)  # plain settings
+
+
+def test_data_at_another_frequency_than_the_models_is_refused_naming_both():
+    """A daily model given hourly or weekly readings would read them as days and forecast days."""
+    from forecaster.errors import DataError
+
+    f = Forecaster("gru", **TINY_ARGS, data={"fill": "interpolate"}).fit(
+        melbourne(), time_column="Date", target="Temp"
+    )
+    for freq, data in {"h": "hourly (h)", "W": "weekly (7D)"}.items():
+        times = pd.date_range("1991-01-01", periods=400, freq=freq)
+        other = pd.DataFrame({"Date": times, "Temp": 10.0 + times.dayofweek})
+        refused = (
+            f"DataFrame: column 'Date': the data is {data}, but this model's data is daily (D); give data "
+            "at the model's frequency, or train a model on this data"
+        )
+        for use in (f.predict, f.evaluate, f.attention):
+            with pytest.raises(DataError) as error:
+                use(other)
+            assert str(error.value) == refused, use
