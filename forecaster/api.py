@@ -37,7 +37,7 @@ from forecaster.data.panel import LoadedPanel
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError, did_you_mean
 from forecaster.evaluation import MODEL, Evaluation, evaluate
-from forecaster.model_data import data_config_for, evaluate_model, own_columns
+from forecaster.model_data import data_config_for, evaluate_model, load_model_data, own_columns
 from forecaster.next_attention import next_attention
 from forecaster.next_steps import check_predictable, forecast_loaded
 from forecaster.options import data_settings, merge, model_settings, read_yaml, window_settings
@@ -213,7 +213,7 @@ class Forecaster:
         predictor = self.fitted_predictor()
         check_predictable(predictor, "this model")
         data_config, table = self.data_for(data, time_column, target, id_column)
-        return predictor, load_from_config(data_config, True, table)
+        return predictor, load_model_data(predictor, data_config, True, table)
 
     def evaluate(
         self,

@@ -14,7 +14,8 @@ import pandas as pd
 from forecaster.config import DataConfig, ForecastConfig
 from forecaster.data.datamodule import prepare
 from forecaster.data.datasets import get_dataset
-from forecaster.data.loading import FRAME_SOURCE
+from forecaster.data.loading import FRAME_SOURCE, LoadedSeries
+from forecaster.data.panel import LoadedPanel
 from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
 from forecaster.evaluation import Evaluation, evaluate
@@ -27,7 +28,8 @@ SPLITS = ("test", "val", "selection")
 def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConfig:
     """The model's own data settings, or another dataset/file holding the same feature columns (a
     single series, or a bundled long-format one: a panel model forecasts series it never saw),
-    read on the model's training clock (forecaster.data.clock)."""
+    read on the model's training clock (forecaster.data.clock) and with its training data's fill
+    and duplicates policies (a bundled dataset's, where its config left them to the dataset)."""
     own = predictor.config.data.model_copy(update={"timezone": predictor.clock})  # its clock
     if set(overrides) <= {"id_column", "time_format"}:  # the model's own data, read so
         if own.dataset is None and own.path == FRAME_SOURCE:
@@ -37,6 +39,11 @@ def data_config_for(predictor: Predictor, overrides: dict[str, Any]) -> DataConf
             )
         return DataConfig.model_validate(own.model_dump() | overrides)
     base = own.model_dump()
+    spec = None if own.dataset is None else get_dataset(own.dataset)
+    base.update(
+        fill=own.fill or (spec.fill if spec else None),
+        duplicates=own.duplicates or (spec.duplicates if spec else None),
+    )
     base.update(dataset=None, path=None, time_column=None, target=None, id_column=None)
     base["covariates"] = predictor.features[1:]
     if "path" in overrides:
@@ -60,6 +67,15 @@ def own_columns(predictor: Predictor) -> tuple[str, str]:
     return time_column, data.target or predictor.features[0]
 
 
+def load_model_data(
+    predictor: Predictor, data: DataConfig, skip_bad_series: bool = False, table: pd.DataFrame | None = None
+) -> LoadedSeries | LoadedPanel:
+    """``data`` (or ``table``, read by its settings) for ``predictor``: at the model's frequency,
+    or refused (a panel's series at another left out with ``skip_bad_series``), since a model
+    reads its look-back, and forecasts, in steps of the frequency it was trained on."""
+    return load_from_config(data, skip_bad_series, table, model_frequency=predictor.frequency)
+
+
 def config_with_data(predictor: Predictor, data: DataConfig) -> ForecastConfig:
     return predictor.config.model_copy(update={"data": data})
 
@@ -76,7 +92,7 @@ def evaluate_model(
     the field existed: the default). ``retrieval``: the test and selection scores with an
     attention model's retrieved term against none, as `forecast train` logs them."""
     config = config_with_data(predictor, data)
-    prepared = prepare(load_from_config(config.data, table=table), config)
+    prepared = prepare(load_model_data(predictor, config.data, table=table), config)
     folds = config.split.folds
     return config, [
         evaluate_selection(predictor, prepared, folds, retrieval)

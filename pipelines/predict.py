@@ -4,8 +4,8 @@ and the model version that made them.
 
 A panel (``--id-column``) is forecast in batches: the last L rows of every series that loads go
 through the network a few thousand windows at a time. A series that cannot be forecast (too
-short, a gap, another frequency, a value that is not a number) is named with the reason and left
-out; the others are forecast. The same job runs on Apache Spark with ``--engine spark``
+short, a gap, another frequency than the model's, a value that is not a number) is named with the
+reason and left out; the others are forecast. The same job runs on Apache Spark with ``--engine spark``
 (pipelines/spark_predict.py), one series per group."""
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from typing import Any
 import pandas as pd
 
 from forecaster.data.panel import LoadedPanel
-from forecaster.data.source import load_from_config
 from forecaster.errors import ConfigError
-from forecaster.model_data import data_config_for
+from forecaster.model_data import data_config_for, load_model_data
 from forecaster.next_steps import check_predictable, forecast_loaded
 from forecaster.pyfunc import load_predictor
 from pipelines.evaluate import resolve_model_uri
@@ -45,7 +44,7 @@ def forecast_next(model_uri: str, overrides: dict[str, Any]) -> Forecasts:
     started = time.perf_counter()
     predictor = check_predictable(load_predictor(model_uri), model_uri)
     version = model_version(model_uri)
-    loaded = load_from_config(data_config_for(predictor, overrides), skip_bad_series=True)
+    loaded = load_model_data(predictor, data_config_for(predictor, overrides), skip_bad_series=True)
     frame, skipped = forecast_loaded(predictor, loaded)
     series = 1
     if isinstance(loaded, LoadedPanel):  # those forecast: the loaded members less the too short

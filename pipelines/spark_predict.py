@@ -147,6 +147,7 @@ def forecast_one(rows: pd.DataFrame, model_dir: str, settings: dict[str, Any]) -
             settings["time_column"], settings["target"], list(settings["covariates"]), [],
             settings["frequency"], settings["fill"], settings["duplicates"], series_id=key, sha256="-",
             timezone=settings["timezone"], time_format=settings["time_format"],
+            model_frequency=settings["frequency"],
         )  # fmt: skip
         frame = next_steps(predictor, series)
     except DataError as exc:  # one row: the series and why, the forecast columns empty

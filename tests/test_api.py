@@ -105,3 +105,23 @@ def test_data_that_is_not_a_frame_file_or_dataset_is_named_by_its_type(data, sai
     with pytest.raises(ConfigError, match="data is a DataFrame, a CSV/Parquet file") as raised:
         Forecaster("gru", **TINY_ARGS).fit(data, time_column="Date", target="Temp")
     assert said in str(raised.value) and "file not found" not in str(raised.value)
+
+
+def test_data_at_another_frequency_than_the_models_is_refused_naming_both():
+    """A daily model given hourly or weekly readings would read them as days and forecast days."""
+    from forecaster.errors import DataError
+
+    f = Forecaster("gru", **TINY_ARGS, data={"fill": "interpolate"}).fit(
+        melbourne(), time_column="Date", target="Temp"
+    )
+    for freq, data in {"h": "hourly (h)", "W": "weekly (7D)"}.items():
+        times = pd.date_range("1991-01-01", periods=400, freq=freq)
+        other = pd.DataFrame({"Date": times, "Temp": 10.0 + times.dayofweek})
+        refused = (
+            f"DataFrame: column 'Date': the data is {data}, but this model's data is daily (D); give data "
+            "at the model's frequency, or train a model on this data"
+        )
+        for use in (f.predict, f.evaluate, f.attention):
+            with pytest.raises(DataError) as error:
+                use(other)
+            assert str(error.value) == refused, use

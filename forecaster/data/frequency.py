@@ -48,6 +48,7 @@ def calendar_frequency(index: pd.DatetimeIndex, days: int) -> str | None:
 
 
 def _is_weekday_only(index: pd.DatetimeIndex) -> bool:
+    """Weekdays only, and enough of them (10) that a missing weekend is no accident."""
     return bool((index.day_of_week < 5).all()) and len(index) >= 10
 
 
@@ -121,6 +122,7 @@ def describe_step(freq: str) -> str:
         "D": "daily",
         "B": "business days",
         "W": "weekly",
+        "7D": "weekly",
         "MS": "monthly",
         "ME": "monthly",
     }
@@ -162,3 +164,49 @@ def first_off_step(index: pd.DatetimeIndex, freq: str) -> tuple[int, str] | None
         k,
         f"{index[k]} is {index[k] - index[k - 1]} after the previous timestamp; this model's data is {every}",
     )
+
+
+def frequency_mismatch(index: pd.DatetimeIndex, freq: str) -> str | None:
+    """Why timestamps are not at a model's frequency ``freq``, or None when they are.
+
+    The offline analogue of ``first_off_step``: a whole file, so gaps are allowed (the model's fill
+    policy decides them, as in training) and what matters is the most common step, which must be
+    one step of ``freq``. The steps themselves are compared, not an inferred frequency's name: a
+    short file, or business days with fewer than 10 rows, infers nothing reliable. Business-day
+    models take no weekend stamp; daily models take no weekday-only series (business days)."""
+    if len(index) < 2:
+        return None
+    one = _one_step_apart(index, freq)
+    if not one.all():
+        gaps = pd.Series(index[1:] - index[:-1])[~one]
+        if one.sum() < gaps.value_counts().iloc[0]:  # another step is the most common
+            return _mismatch(index, freq)
+    if is_business_day(freq) and (index.dayofweek >= 5).any():
+        return _mismatch(index, freq, f" ({index[np.argmax(index.dayofweek >= 5)]} falls on a weekend)")
+    if _fixed_length(freq) == pd.Timedelta(days=1) and _is_weekday_only(index):
+        return _mismatch(index, freq)
+    return None
+
+
+def _one_step_apart(index: pd.DatetimeIndex, freq: str) -> np.ndarray:
+    """(n-1,) whether each timestamp is exactly one ``freq`` step after the previous one (for
+    business days: the next business day, whatever weekend lies between)."""
+    if is_business_day(freq):
+        whole_days = (index[1:] - index[:-1]) % pd.Timedelta(days=1) == pd.Timedelta(0)
+        days = index.values.astype("datetime64[D]")
+        return np.asarray(whole_days) & (np.busday_count(days[:-1], days[1:]) == 1)
+    step = _fixed_length(freq)
+    if step is not None:
+        return np.diff(index.values) == step.to_timedelta64()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.PerformanceWarning)  # non-tick offsets
+        return np.asarray(index[1:] == index[:-1] + step_of(freq))
+
+
+def _mismatch(index: pd.DatetimeIndex, freq: str, detail: str = "") -> str:
+    """'the data is hourly (h), but this model's data is daily (D)': the data's frequency as
+    inferred, or where the file is too short to infer one, its first step."""
+    data = describe_step(infer_frequency(index)) if len(index) >= 3 else ""
+    if not data or data == describe_step(freq):
+        data = f"spaced {index[1] - index[0]} ({index[0]} to {index[1]})"
+    return f"the data is {data}, but this model's data is {describe_step(freq)}{detail}"

@@ -16,10 +16,16 @@ import numpy as np
 import pandas as pd
 
 from forecaster.data.clock import LOCAL, UTC_CLOCK, parse_on_clock
-from forecaster.data.frequency import infer_frequency, is_business_day
+from forecaster.data.frequency import frequency_mismatch, infer_frequency, is_business_day
 from forecaster.errors import DataError
 
 FillPolicy = Literal["interpolate", "ffill"]
+# what a gap's error asks for: a fill policy when training; a trained model's is its own
+FILL_ADVICE = "choose a fill policy (interpolate, ffill)"
+MODEL_FILL_ADVICE = (
+    "this model was trained without a fill policy (data.fill): fill the gaps in the file, or train "
+    "with data.fill (interpolate, ffill)"
+)
 # how errors and provenance name a table given in memory (the Python API's DataFrame), not a file
 FRAME_SOURCE = "DataFrame"
 DuplicatePolicy = Literal["first", "last", "mean"]
@@ -74,12 +80,14 @@ def load_series(
     timezone: str | None = None,
     table: pd.DataFrame | None = None,
     time_format: str | None = None,
+    model_frequency: str | None = None,
 ) -> LoadedSeries:
     """Load ``target`` (and ``covariates``, ``future_covariates``) indexed by ``time_column``;
     raise DataError on defects. ``timezone``: the wall clock timestamps are read on
     (forecaster.data.clock); ``time_format``: their format (forecaster.data.time_formats).
     ``table``: the rows themselves (a DataFrame), read by the same rules instead of the file at
-    ``path``, which then only names them in errors."""
+    ``path``, which then only names them in errors. ``model_frequency``: the frequency of the
+    trained model the data is for: data at another is refused, and the rest read at it."""
     path = Path(path)
     raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
@@ -98,6 +106,7 @@ def load_series(
         sha256=None if table is None else table_sha256(raw),
         timezone=timezone,
         time_format=time_format,
+        model_frequency=model_frequency,
     )
 
 
@@ -131,6 +140,7 @@ def series_from_table(
     sha256: str | None = None,
     timezone: str | None = None,
     time_format: str | None = None,
+    model_frequency: str | None = None,
 ) -> LoadedSeries:
     """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
@@ -140,7 +150,7 @@ def series_from_table(
     return series_from_parsed(
         parsed.times, values, where, path, time_column, target, covariates, future_covariates, frequency,
         fill, duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path), parsed.clock,
-        parsed.time_format,
+        parsed.time_format, model_frequency,
     )  # fmt: skip
 
 
@@ -171,17 +181,23 @@ def series_from_parsed(
     sha256: str,
     clock: str = LOCAL,
     time_format: str | None = None,
+    model_frequency: str | None = None,
 ) -> LoadedSeries:
     """The rules after parsing (sorted, duplicates, the frequency's grid, missing values) on one
     series' parsed timestamps and columns; ``rows`` are their rows in the file, for the errors. A
-    long-format file is parsed once, whole, and each series checked here on its own rows."""
+    long-format file is parsed once, whole, and each series checked here on its own rows.
+    ``model_frequency``: a trained model's; the series must be at it (``check_model_frequency``)."""
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(times, name=time_column))
     _check_sorted(frame.index, where, time_column, rows)
     repairs: list[str] = []
     frame = _resolve_duplicates(frame, where, time_column, duplicates, repairs, rows)
+    advice = FILL_ADVICE
+    if model_frequency is not None:
+        check_model_frequency(frame.index, where, time_column, model_frequency)
+        frequency, advice = model_frequency, MODEL_FILL_ADVICE
     freq = frequency or inferred_frequency(frame.index, where)
-    frame = _regularise(frame, where, time_column, freq, fill, repairs, clock)
-    _check_nans(frame, where, fill, repairs)
+    frame = _regularise(frame, where, time_column, freq, fill, repairs, clock, advice)
+    _check_nans(frame, where, fill, repairs, advice)
     if fill is not None:
         frame = _fill(frame, fill)
     return LoadedSeries(
@@ -197,6 +213,17 @@ def series_from_parsed(
         clock=clock,
         time_format=time_format,
     )
+
+
+def check_model_frequency(index: pd.DatetimeIndex, where: str, time_column: str, freq: str) -> None:
+    """Data for a trained model must be at its frequency: hourly readings given to a daily model
+    would be read, and forecast, as days. Gaps are left to the model's fill policy."""
+    mismatch = frequency_mismatch(index, freq)
+    if mismatch:
+        raise DataError(
+            f"{where}: column {time_column!r}: {mismatch}; give data at the model's frequency, or "
+            "train a model on this data"
+        )
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -363,10 +390,12 @@ def _regularise(
     fill: FillPolicy | None,
     repairs: list[str],
     clock: str = LOCAL,
+    advice: str = FILL_ADVICE,
 ) -> pd.DataFrame:
     """Put the series on its frequency's grid; missing steps are an error unless a fill policy is
     given. Business-day series skip the check: a weekday without a row is a market holiday.
-    ``clock``: the one the timestamps were read on, named in an off-grid error when it is UTC."""
+    ``clock``: the one the timestamps were read on, named in an off-grid error when it is UTC;
+    ``advice``: what a gap's error says to do."""
     if is_business_day(freq) or evenly_spaced(values.index, freq):
         return values
     try:
@@ -385,7 +414,7 @@ def _regularise(
     if fill is None:
         raise DataError(
             f"{path}: column {name!r}: {len(missing)} missing {freq!r} step(s), first at "
-            f"{missing[0]}; choose a fill policy (interpolate, ffill)"
+            f"{missing[0]}; {advice}"
         )
     repairs.append(f"{len(missing)} missing step(s) filled by {fill!r}, first at {missing[0]}")
     return values.reindex(grid).rename_axis(name)
@@ -416,7 +445,13 @@ def evenly_spaced(index: pd.DatetimeIndex, freq: str) -> bool:
     return len(index) < 2 or bool((np.diff(index.to_numpy()) == step).all())
 
 
-def _check_nans(values: pd.DataFrame, path: Path | str, fill: FillPolicy | None, repairs: list[str]) -> None:
+def _check_nans(
+    values: pd.DataFrame,
+    path: Path | str,
+    fill: FillPolicy | None,
+    repairs: list[str],
+    advice: str = FILL_ADVICE,
+) -> None:
     if not np.isnan(values.to_numpy(dtype=np.float64)).any():
         return
     for column in values.columns:
@@ -426,7 +461,7 @@ def _check_nans(values: pd.DataFrame, path: Path | str, fill: FillPolicy | None,
         if fill is None:
             raise DataError(
                 f"{path}: column {column!r}: missing value (NaN) at {values.index[nan_at[0]]} "
-                f"({len(nan_at)} in total); choose a fill policy (interpolate, ffill)"
+                f"({len(nan_at)} in total); {advice}"
             )
         if fill == "ffill" and nan_at[0] == 0:
             raise DataError(

@@ -116,12 +116,15 @@ def load_panel(
     timezone: str | None = None,
     table: pd.DataFrame | None = None,
     time_format: str | None = None,
+    model_frequency: str | None = None,
 ) -> LoadedPanel:
     """Load every series of a long-format file (or those named in ``series``); one frequency for
     all: given, or inferred from the longest series and then required of every other. With
     ``skip_bad_series`` a series that breaks a rule is left out (named, with why, in ``skipped``)
     instead of stopping the load: batch forecasting forecasts the others. ``table``: the rows
-    themselves (a DataFrame) instead of the file at ``path``, as ``load_series`` reads them."""
+    themselves (a DataFrame) instead of the file at ``path``, as ``load_series`` reads them.
+    ``model_frequency``: a trained model's, required of every series (one at another frequency is
+    an error, or with ``skip_bad_series`` left out)."""
     path = Path(path)
     raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
@@ -140,9 +143,11 @@ def load_panel(
         raise DataError(f"{path}: no rows")
     sha256 = file_sha256(path) if table is None else table_sha256(raw)
     checks = SeriesChecks(
-        table, path, time_column, target, past, list(future_covariates), fill, duplicates, sha256
-    )
+        table, path, time_column, target, past, list(future_covariates), fill, duplicates, sha256,
+        model_frequency,
+    )  # fmt: skip
     skipped: dict[str, str] = {}
+    frequency = model_frequency or frequency
     if frequency is None:
         frequency = checks.shared_frequency(groups, skipped if skip_bad_series else None)
     members = {}
@@ -174,6 +179,7 @@ class SeriesChecks:
     fill: FillPolicy | None
     duplicates: DuplicatePolicy | None
     sha256: str
+    model_frequency: str | None = None  # a trained model's, which every series must be at
 
     def series(self, key: str, rows: np.ndarray, frequency: str | None) -> LoadedSeries:
         where = f"{self.path} (series {key!r})"
@@ -182,7 +188,7 @@ class SeriesChecks:
         return series_from_parsed(
             table.times[rows], {c: v[rows] for c, v in table.values.items()}, where, self.path,
             self.time_column, self.target, self.covariates, self.future_covariates, frequency, self.fill,
-            self.duplicates, key, rows, self.sha256, table.clock, table.time_format,
+            self.duplicates, key, rows, self.sha256, table.clock, table.time_format, self.model_frequency,
         )  # fmt: skip
 
     def check_parsed(self, rows: np.ndarray, where: str) -> None:

@@ -1,6 +1,7 @@
 """The forecast steps after a window's last timestamp: the service computes them for every request
 that sends timestamps, so fixed-length steps take a numpy fast path that must agree with pandas'
-offsets exactly, and must refuse (not wrap around) past the end of pandas' calendar."""
+offsets exactly, and must refuse (not wrap around) past the end of pandas' calendar. Data given to a
+trained model must be at its frequency (gaps allowed: the fill policy's), or both are named."""
 
 import warnings
 
@@ -8,7 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.data.frequency import infer_frequency, seasonal_period, step_of, steps_after
+from forecaster.data.frequency import (
+    describe_step,
+    frequency_mismatch,
+    infer_frequency,
+    seasonal_period,
+    step_of,
+    steps_after,
+)
 
 
 def pandas_steps(last: np.ndarray, freq: str, horizon: int) -> np.ndarray:
@@ -63,3 +71,44 @@ def test_monthly_quarterly_and_yearly_stamps_are_inferred_as_calendar_steps(freq
 def test_a_monthly_step_off_the_month_boundaries_stays_a_fixed_step():
     index = pd.DatetimeIndex(["2000-01-15", "2000-02-15", "2000-03-17", "2000-04-17"])
     assert infer_frequency(index) == "31D"
+
+
+def dates(start: str, periods: int, freq: str, drop: tuple[int, ...] = ()) -> pd.DatetimeIndex:
+    return pd.date_range(start, periods=periods, freq=freq).delete(list(drop))
+
+
+@pytest.mark.parametrize(
+    ("index", "freq"),
+    [
+        (dates("1991-01-01", 100, "D", drop=(5, 40)), "D"),  # a few gaps: the fill policy's
+        (dates("1991-01-01", 3, "D"), "D"),
+        (dates("2020-01-01", 60, "B", drop=(3, 20)), "B"),  # weekends and holidays missing
+        (dates("2020-01-02", 5, "B"), "B"),  # too few to infer B: the steps still are
+        (dates("2000-01-01", 30, "MS", drop=(4,)), "MS"),
+        (dates("2000-03-31", 12, "QE"), "QE"),
+        (dates("2000-01-02", 50, "W"), "7D"),
+        (dates("2016-07-01", 48, "h"), "h"),
+        (dates("2016-07-01", 1, "h"), "D"),  # one stamp: no step to compare
+    ],
+)
+def test_data_at_the_models_frequency_passes(index, freq):
+    assert frequency_mismatch(index, freq) is None
+
+
+@pytest.mark.parametrize(
+    ("index", "freq", "data"),
+    [
+        (dates("1991-01-01", 100, "h"), "D", "the data is hourly (h)"),
+        (dates("1991-01-01", 30, "W"), "D", "the data is weekly (7D)"),
+        (dates("2020-01-01", 200, "5B"), "B", "the data is weekly (7D)"),  # every 5th business day
+        (dates("2020-01-01", 30, "D"), "B", "the data is daily (D)"),
+        (dates("2020-01-01", 30, "B"), "D", "the data is business days (B)"),
+        (dates("2000-01-31", 30, "ME"), "MS", "the data is monthly (ME)"),
+        (dates("2016-07-01", 50, "30min"), "h", "the data is every 30min (30min)"),
+        (dates("1991-01-01", 2, "h"), "D", "the data is spaced 0 days 01:00:00"),  # too short to infer
+    ],
+)
+def test_data_at_another_frequency_names_both(index, freq, data):
+    mismatch = frequency_mismatch(index, freq)
+    assert mismatch is not None and mismatch.startswith(data), mismatch
+    assert f"this model's data is {describe_step(freq)}" in mismatch

@@ -161,3 +161,21 @@ def test_a_file_too_short_to_give_its_time_step_is_named(tmp_path, rows):
         load_series(path, "t", "y")
     if rows:  # a given step needs no inference
         assert len(load_series(path, "t", "y", frequency="D").frame) == rows
+
+
+def test_data_for_a_model_at_another_frequency_names_the_file_column_and_both(tmp_path):
+    """Hourly readings given to a daily model would be read, and forecast, as days."""
+    with pytest.raises(DataError) as refused:
+        load_series(write(tmp_path, GOOD), "t", "y", ["x"], model_frequency="D")
+    assert str(refused.value) == (
+        f"{tmp_path / 'series.csv'}: column 't': the data is hourly (h), but this model's data is "
+        "daily (D); give data at the model's frequency, or train a model on this data"
+    )
+
+
+def test_data_for_a_model_is_read_at_its_frequency_with_its_fill_policy(tmp_path):
+    path = write(tmp_path, "t,y\n2024-01-01,1\n2024-01-02,2\n2024-01-04,4\n2024-01-05,5\n")
+    series = load_series(path, "t", "y", fill="interpolate", model_frequency="D")
+    assert series.frequency == "D" and series.frame["y"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(DataError, match=r"1 missing 'D' step\(s\), first at 2024-01-03.*without a fill"):
+        load_series(path, "t", "y", model_frequency="D")  # a model trained without one: not 'choose'

@@ -77,6 +77,26 @@ def test_a_duplicate_within_one_series_names_it_but_ids_may_share_dates(tmp_path
     assert panel.members["b"].frame.index[0] == pd.Timestamp("2024-01-02")  # its own start
 
 
+def test_series_at_another_frequency_than_the_models_are_left_out_and_named(tmp_path):
+    """A business-day model: the series on business days is read (its holiday no gap); one every
+    fifth business day, one hourly and one weekly are named, not forecast on business days."""
+    frames = {
+        "bdays": pd.bdate_range("2024-01-01", periods=40).delete(10),
+        "fifth": pd.bdate_range("2024-01-01", periods=200)[::5],
+        "hourly": pd.date_range("2024-01-01", periods=100, freq="h"),
+        "weekly": pd.date_range("2024-01-01", periods=40, freq="W-MON"),
+    }
+    rows = [f"{key},{t},{k}" for key, times in frames.items() for k, t in enumerate(times)]
+    path = write(tmp_path, "id,t,y\n" + "\n".join(rows) + "\n")
+    panel = load_panel(path, "id", "t", "y", skip_bad_series=True, model_frequency="B")
+    assert list(panel.members) == ["bdays"] and panel.frequency == "B"
+    assert panel.skipped == {
+        key: f"{path} (series {key!r}): column 't': the data is {data}, but this model's data is "
+        "business days (B); give data at the model's frequency, or train a model on this data"
+        for key, data in {"fifth": "weekly (7D)", "hourly": "hourly (h)", "weekly": "weekly (7D)"}.items()
+    }
+
+
 def test_an_empty_id_and_a_missing_id_column_are_named(tmp_path):
     with pytest.raises(DataError, match=r"column 'id', row 2: the series id is empty"):
         load_panel(write(tmp_path, LONG.replace("a,2024-01-02", ",2024-01-02")), "id", "t", "y")

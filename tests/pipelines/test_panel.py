@@ -1,5 +1,6 @@
 """`forecast train/backtest/predict/evaluate` on a panel (long format, --id-column), with a
-future covariate: per-series figures in --json and MLflow, aggregate MASE, promotion."""
+future covariate: per-series figures in --json and MLflow, aggregate MASE, promotion; series at
+another frequency than the model's refused, or in a panel file left out and named."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.conftest import REPO
 from tests.conftest import TINY as CONFTEST_TINY
 from tests.pipelines.helpers import forecast
 
@@ -102,12 +104,42 @@ def test_backtest_and_predict_on_the_bundled_panel(tracking_uri, tmp_path):
     assert list(frame.columns[:3]) == ["Ticker", "Date", "Adj Close_forecast"]
     assert frame.groupby("Ticker").size().to_dict() == {"AAPL": 4, "GOOG": 4, "IBM": 4}
     assert (frame["Date"] == "2013-03-04").sum() == 3  # the next trading day after 2013-03-01
-    # a series it never saw in training, alone in its own file
-    unseen = forecast("evaluate", "--model-uri", "models:/stocks@champion", "--data", "melbourne-temp",
+    # a series it never saw in training, alone in its own file, on business days as the model's
+    unseen = forecast("evaluate", "--model-uri", "models:/stocks@champion", "--data", "ibm",
                       "--json", "--tracking-uri", tracking_uri)  # fmt: skip
     assert unseen.exit_code == 0, unseen.output
     scores = json.loads(unseen.stdout.strip().splitlines()[-1])
     assert np.isfinite(scores["metrics"]["model"]["mase"])
+    daily = forecast("evaluate", "--model-uri", "models:/stocks@champion", "--data", "melbourne-temp",
+                     "--tracking-uri", tracking_uri)  # fmt: skip
+    assert daily.exit_code == 2 and "the data is daily (D), but this model's data is business days (B)" in (
+        daily.output
+    )
+    mixed = mixed_frequencies(tmp_path / "mixed.csv")
+    out = tmp_path / "mixed-next.csv"
+    predicted = forecast("predict", "--model-uri", "models:/stocks@champion", "--data", mixed,
+                         "--id-column", "Ticker", "--output", out, "--tracking-uri", tracking_uri)  # fmt: skip
+    assert predicted.exit_code == 0, predicted.output
+    assert set(pd.read_csv(out)["Ticker"]) == {"BDAYS"}
+    reasons = pd.read_csv(out.with_name("mixed-next.skipped.csv")).set_index("Ticker")["reason"]
+    assert {key: reason.split(": ", 2)[2].split(",")[0] for key, reason in reasons.items()} == {
+        "FIFTH": "the data is weekly (7D)",
+        "HOURLY": "the data is hourly (h)",
+        "WEEKLY": "the data is weekly (7D)",
+    }
+
+
+def mixed_frequencies(path):
+    """IBM's last closes four times over: on business days, every fifth business day, hourly, and
+    weekly; only the first is at the stocks model's frequency."""
+    ibm = pd.read_csv(REPO / "data" / "IBM.csv", dtype=str).tail(200)[["Date", "Adj Close"]]
+    hours = pd.date_range("2013-01-02", periods=100, freq="h").strftime("%Y-%m-%d %H:%M:%S")
+    weeks = pd.date_range("2012-01-02", periods=60, freq="W-MON").strftime("%Y-%m-%d")
+    pd.concat([
+        ibm.assign(Ticker="BDAYS"), ibm.iloc[::5].assign(Ticker="FIFTH"),
+        ibm.tail(100).assign(Ticker="HOURLY", Date=hours), ibm.tail(60).assign(Ticker="WEEKLY", Date=weeks),
+    ]).to_csv(path, index=False)  # fmt: skip
+    return path
 
 
 def test_the_forecast_plot_shows_the_best_median_and_worst_series():
