@@ -3,6 +3,9 @@
 from collections.abc import Iterable
 from difflib import get_close_matches
 
+# said by every door that asks a model for its attention weights (the Python API, the service)
+NO_ATTENTION = "this model has no attention (only seq2seq models with model.attention: bahdanau have one)"
+
 
 class ForecasterError(Exception):
     """Base class for errors that should reach the user as one clear line, not a traceback."""

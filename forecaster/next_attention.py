@@ -16,7 +16,7 @@ import pandas as pd
 
 from forecaster.data.loading import LoadedSeries
 from forecaster.data.panel import LoadedPanel
-from forecaster.errors import ConfigError, DataError
+from forecaster.errors import NO_ATTENTION, ConfigError, DataError
 from forecaster.next_steps import forecast_of, too_short
 from forecaster.predictor import Predictor
 
@@ -28,9 +28,7 @@ def next_attention(predictor: Predictor, loaded: LoadedSeries | LoadedPanel) -> 
     """(H, L) weights of the forecast after the end of ``loaded`` (a panel: every member long
     enough, stacked under its id); ConfigError for a model without attention."""
     if not predictor.has_attention:
-        raise ConfigError(
-            "this model has no attention (only seq2seq models with model.attention: bahdanau have one)"
-        )
+        raise ConfigError(NO_ATTENTION)
     if not isinstance(loaded, LoadedPanel):
         return series_attention(predictor, loaded)
     members = {key: series for key, series in loaded.members.items() if not too_short(predictor, series)}

@@ -1,10 +1,18 @@
 """Actuals: the observed values, stored all or nothing and resolved against the logged forecasts
 in the same transaction. Upserts keyed by (series, time): a value sent twice is stored once, a new
-value for a stored time replaces it (a correction), and the resolved steps it falls on with it."""
+value for a stored time replaces it (a correction), and the resolved steps it falls on with it.
+
+An actual is taken for a time some logged forecast of its series has a step at: what it is for
+is scoring that forecast. One between the steps of a forecast (13:00 of a daily series) is off
+the series' grid, and would stop `forecast retrain` for good; one that no forecast reaches (a
+date in the model's training history, or years ahead) would silently replace history or open a
+gap in `forecast retrain`'s data. Both are refused, naming the series and time; the second is
+stored all the same where unknown series are accepted (a backfill posted before its forecasts)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +44,15 @@ class ActualValues:
         return len(self.series_id)
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"series_id": self.series_id, "target_time": self.time, "actual": self.value})
+        """As resolution takes them, with each value's ``position`` here (to name a refused one)."""
+        return pd.DataFrame(
+            {
+                "series_id": self.series_id,
+                "target_time": self.time,
+                "actual": self.value,
+                "position": np.arange(len(self), dtype=np.int64),
+            }
+        )
 
 
 @dataclass
@@ -56,10 +72,33 @@ class UnknownSeries(Exception):  # noqa: N818 (a refusal, named for what the cal
         return ", ".join(self.series_ids)
 
 
+@dataclass(frozen=True)
+class Stray:
+    """An actual refused for its time: where it was in ``ActualValues``, and why in words."""
+
+    position: int
+    series_id: str
+    why: str
+    kind: str  # off_grid (between a forecast's steps) or not_forecast (no forecast reaches it)
+
+
+class StrayActuals(Exception):  # noqa: N818 (a refusal, named for what the caller sent)
+    """Actuals at times no logged forecast step of their series is at; nothing was stored."""
+
+    def __init__(self, strays: list[Stray]) -> None:
+        super().__init__(strays)  # as its only argument: it pickles (it crosses processes)
+        self.strays = strays
+
+    def __str__(self) -> str:
+        return "; ".join(stray.why for stray in self.strays[:3])
+
+
 def store_actuals(database: LogDatabase, given: ActualValues, accept_unknown: bool = False) -> StoredActuals:
     """Store ``given`` and resolve every logged forecast step it falls on, in one transaction.
     Unless ``accept_unknown``, actuals of a series the log has never forecast are refused (an
-    actual of a mistyped id would sit there resolving nothing), and then nothing is stored."""
+    actual of a mistyped id would sit there resolving nothing), and so are those at a time no
+    logged forecast of their series has a step at; actuals between the steps of a forecast are
+    refused always (off the series' grid). A refusal stores nothing."""
     series_ids = sorted(set(given.series_id))
     now = utc_now()
     with database.begin() as connection:
@@ -81,11 +120,49 @@ def store_actuals(database: LogDatabase, given: ActualValues, accept_unknown: bo
         upsert_many(
             connection, actuals, ACTUAL_COLUMNS, rows, ("series_id", "time"), ("value", "received_at")
         )
-        resolved = resolve_new_actuals(connection, given.frame(), now)
+        unresolved: list[pd.DataFrame] = []
+        resolved = resolve_new_actuals(connection, given.frame(), now, unresolved)
+        refused = strays(unresolved, accept_unknown)
+        if refused:
+            raise StrayActuals(refused)  # before the transaction commits: nothing is stored
     if resolved >= STATISTICS_AFTER:
         with database.begin() as connection:
             refresh_statistics(connection)
     return StoredActuals(len(rows), resolved)
+
+
+def strays(unresolved: list[pd.DataFrame], accept_unknown: bool) -> list[Stray]:
+    """The actuals to refuse among those no logged step meets (resolution.unmet's rows), in the
+    order they were given."""
+    if not unresolved:
+        return []
+    rows = pd.concat(unresolved, ignore_index=True)
+    if accept_unknown:
+        rows = rows[rows["inside"].to_numpy(dtype=bool)]
+    rows = rows.sort_values("position")
+    return [stray_of(row) for row in rows.itertuples(index=False)]
+
+
+def stray_of(row: Any) -> Stray:
+    time = pd.Timestamp(row.target_time).isoformat()
+    if row.inside:
+        after = pd.Timestamp(row.after).isoformat()
+        around = f"before its forecast step {after}"
+        if not pd.isna(row.before):
+            around = f"between its forecast steps {pd.Timestamp(row.before).isoformat()} and {after}"
+        why = (
+            f"{time} is off the grid of series {row.series_id!r}: it falls {around}, and forecast "
+            "retrain could not place it; send the actual at a forecast step's timestamp"
+        )
+        return Stray(int(row.position), row.series_id, why, "off_grid")
+    why = (
+        f"no logged forecast of series {row.series_id!r} has a step at {time}: an actual scores the "
+        "forecasts of its time, and one no forecast reaches (in the model's history, past the last "
+        "forecast) would resolve nothing and go into forecast retrain's data, over the history it "
+        "was trained on or across a gap; post it once a forecast covers it, or set "
+        "ACTUALS_ACCEPT_UNKNOWN_SERIES=true to store it anyway"
+    )
+    return Stray(int(row.position), row.series_id, why, "not_forecast")
 
 
 def forecast_series(connection: Connection, series_ids: list[str]) -> set[str]:

@@ -31,7 +31,7 @@ from monitoring.database import LogDatabase, LogUnavailable
 from monitoring.metrics import LogMetrics
 from monitoring.queue_worker import QueueWorker
 from monitoring.records import FORECAST_COLUMNS, ForecastRecord, batch_rows, utc_now
-from monitoring.resolution import lock_series, resolve_new_forecasts
+from monitoring.resolution import as_datetime, chunks, lock_series, resolve_new_forecasts
 from monitoring.retention import prune
 from monitoring.schema import forecasts, idempotency_keys
 
@@ -59,6 +59,33 @@ def database_error(exc: BaseException) -> bool:
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return True
     return isinstance(exc, DATABASE_ERRORS)
+
+
+def not_logged_yet(connection: Connection, rows: list[tuple]) -> list[tuple]:
+    """``rows`` (FORECAST_COLUMNS) less those whose forecast the log already holds, or holds
+    earlier in the batch: the same model version's forecast of a series from the same origin,
+    sent again without an Idempotency-Key. Stored twice, each of its actuals would count twice in
+    the monitor. One query through the (series_id, last_target) index per batch: a repeat has
+    its original's last target. Called with the batch's series locked (PostgreSQL), so two
+    replicas cannot both store one."""
+    if not rows:
+        return rows
+    series_ids = sorted({row[1] for row in rows})
+    lasts = [as_datetime(row[7]) for row in rows]
+    f = forecasts
+    held: set[tuple] = set()
+    for some in chunks(series_ids):
+        query = select(f.c.role, f.c.model_name, f.c.model_version, f.c.series_id, f.c.origin).where(
+            f.c.series_id.in_(some), f.c.last_target >= min(lasts), f.c.last_target <= max(lasts)
+        )
+        held |= {tuple(found) for found in connection.execute(query)}
+    kept = []
+    for row in rows:
+        key = (row[2], row[3], row[4], row[1], as_datetime(row[6]))  # role, model, version, series, origin
+        if key not in held:
+            held.add(key)
+            kept.append(row)
+    return kept
 
 
 class LogHealth:
@@ -235,9 +262,10 @@ class ForecastLog(QueueWorker[ForecastRecord]):
             fresh = self._first_of_their_keys(connection, records, now)
             rows = batch_rows(fresh, now, connection.dialect.name)
             lock_series(connection, {row[1] for row in rows})
+            rows = not_logged_yet(connection, rows)
             insert_many(connection, forecasts, FORECAST_COLUMNS, rows)
             resolve_new_forecasts(connection, rows, now)
-        written = sum(len(record.series_ids) for record in fresh)
+        written = len(rows)
         duplicates = sum(len(record.series_ids) for record in records) - written
         self.health.written += written
         self.health.duplicates += duplicates

@@ -3,8 +3,11 @@ actuals in the forecast log, and register the result through the promotion gate.
 
 The extended series: the model's own data, with every actual the log holds for the series
 replacing or extending it (actuals win: they are what happened, corrections included), cut at the
-latest actual. It is written to a CSV under ``--data-dir`` and kept there: the new version's
-config points at it, and the promotion gate reloads a model's data to know what it was fitted on.
+latest actual. The log takes actuals only at its forecasts' steps (monitoring/actuals.py), so
+none lands off the data's grid, in the history the model was trained on, or years ahead of it,
+unless ACTUALS_ACCEPT_UNKNOWN_SERIES let them in. It is written to a CSV under ``--data-dir`` and
+kept there: the new version's config points at it, and the promotion gate reloads a model's data
+to know what it was fitted on.
 
 With ``--if-degraded`` nothing is trained unless the monitor's status of the version the alias
 points at is ``degraded`` (thresholds from the settings: MONITOR_*)."""

@@ -10,6 +10,7 @@ request back."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -27,9 +28,23 @@ NO_CLOCK_YET = (
 )
 
 
-def parse_actuals(body: bytes, clock: str | None = LEGACY) -> tuple[ActualValues, dict[str, int]]:
-    """The values of a body, and where each series was given (its index in ``series``), or
-    RequestProblems naming every bad field. ``clock``: the serving model's training clock; None
+@dataclass
+class Places:
+    """Where a request gave its values, to name one the log refuses: each series' first index in
+    ``series``, and where each series' values start among all of them (ActualValues' order)."""
+
+    series: dict[str, int] = field(default_factory=dict)
+    starts: list[int] = field(default_factory=list)
+
+    def of(self, position: int) -> list[str | int]:
+        """The field of the value at ``position`` in ActualValues: series[i].timestamps[k]."""
+        i = int(np.searchsorted(self.starts, position, side="right")) - 1
+        return ["series", i, "timestamps", position - self.starts[i]]
+
+
+def parse_actuals(body: bytes, clock: str | None = LEGACY) -> tuple[ActualValues, Places]:
+    """The values of a body, and where each was given (``Places``), or RequestProblems naming
+    every bad field. ``clock``: the serving model's training clock; None
     before a model is loaded (zone-aware timestamps are then refused: there is no clock yet)."""
     try:
         request = ActualsRequest.model_validate_json(body)
@@ -40,7 +55,7 @@ def parse_actuals(body: bytes, clock: str | None = LEGACY) -> tuple[ActualValues
 
 def parse_in_worker(
     body: bytes, clock: str | None = LEGACY
-) -> tuple[ActualValues, dict[str, int]] | list[ProblemItem]:
+) -> tuple[ActualValues, Places] | list[ProblemItem]:
     """parse_actuals for the helper process: problems come back as a value, not an exception."""
     try:
         return parse_actuals(body, clock)
@@ -48,16 +63,17 @@ def parse_in_worker(
         return problems.problems
 
 
-def actual_values(request: ActualsRequest, clock: str | None = LEGACY) -> tuple[ActualValues, dict[str, int]]:
+def actual_values(request: ActualsRequest, clock: str | None = LEGACY) -> tuple[ActualValues, Places]:
     problems: list[ProblemItem] = []
     series_ids: list[str] = []
     times: list[datetime] = []
     values: list[float] = []
-    where_given: dict[str, int] = {}  # each series' first place in the request, to name it
+    places = Places()
     seen: dict[tuple[str, datetime], str] = {}  # (series, time) -> where it was first given
     for i, series in enumerate(request.series):
         where: list[str | int] = ["series", i, "timestamps"]
-        where_given.setdefault(series.series_id, i)
+        places.series.setdefault(series.series_id, i)
+        places.starts.append(len(times))
         problem = shape_problem(series.timestamps, len(series.values), where)
         if problem is not None:
             problems.append(problem)
@@ -84,4 +100,4 @@ def actual_values(request: ActualsRequest, clock: str | None = LEGACY) -> tuple[
     given = ActualValues(
         series_ids, np.array(times, dtype="datetime64[us]"), np.array(values, dtype=np.float64)
     )
-    return given, where_given
+    return given, places

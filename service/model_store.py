@@ -20,7 +20,7 @@ from forecaster.model_uri import ALIAS_URI, VERSION_URI
 from forecaster.predictor import Prediction, Predictor
 from infra.redaction import redact
 from service.example_window import example_window
-from service.registry_store import NoStoreError, check_store, no_model_reason
+from service.registry_store import NoStoreError, check_store, no_alias_reason, no_model_reason
 
 log = logging.getLogger("service.model")
 
@@ -243,10 +243,17 @@ class ModelStore:
         self.status.failures += 1
         self.status.reason = describe_failure(exc)
         if self.status.reason == NO_MODEL:  # the operator's mistake: say where we looked, and why
-            missing = isinstance(exc, NoStoreError)
-            self.status.reason = no_model_reason(self.model_uri, self.tracking_uri, missing)
+            self.status.reason = self.missing_model_reason(exc)
         self.status.error = redact(f"{type(exc).__name__}: {exc}")
         log.error("could not load %s: %s", redact(self.model_uri), self.status.error)
+
+    def missing_model_reason(self, exc: BaseException) -> str:
+        """The model at the URI is not there: an alias the registered model lacks (MLflow's
+        "Registered model alias NAME not found"), or no model at all, or no store."""
+        alias = ALIAS_URI.match(self.model_uri)
+        if alias is not None and "registered model alias" in str(exc).lower():
+            return no_alias_reason(self.model_uri, self.tracking_uri, alias["name"], alias["alias"])
+        return no_model_reason(self.model_uri, self.tracking_uri, isinstance(exc, NoStoreError))
 
     def _succeeded(self) -> None:
         self.status.last_success = time.time()

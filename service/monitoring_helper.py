@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from infra.helper_process import HelperProcess
-from monitoring.actuals import ActualValues, StoredActuals, UnknownSeries, store_actuals
+from monitoring.actuals import ActualValues, StoredActuals, StrayActuals, UnknownSeries, store_actuals
 from monitoring.database import LogDatabase, LogUnavailable, first_line
 from monitoring.monitor import monitor
 from monitoring.scoring import Thresholds
@@ -43,7 +43,7 @@ def read_monitor(
 def store(url: str, given: ActualValues, accept_unknown: bool) -> StoredActuals:
     try:
         return store_actuals(database(url), given, accept_unknown)
-    except UnknownSeries:
+    except (UnknownSeries, StrayActuals):  # the request's own: answered as 422s
         raise
     except Exception as exc:
         raise portable(exc) from None

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from infra.redaction import redact
-from monitoring.actuals import UnknownSeries
+from monitoring.actuals import StrayActuals, UnknownSeries
 from monitoring.scoring import Thresholds
 from service.actuals import parse_in_worker
 from service.dependencies import ConfiguredLog, Helper, Parser, Settings, Store, configured_log
@@ -90,8 +90,10 @@ async def post_actuals(
 ) -> Any:
     """Observed values, joined to every logged forecast step they resolve (by series_id and
     timestamp). Idempotent: a value sent twice is stored once; a new value for a stored time
-    replaces it (a correction). Values of a series the log never forecast are refused unless
-    ACTUALS_ACCEPT_UNKNOWN_SERIES is set. A bad request stores nothing (422 naming the field)."""
+    replaces it (a correction). Values of a series the log never forecast, or at a time no
+    logged forecast of the series has a step at, are refused unless ACTUALS_ACCEPT_UNKNOWN_SERIES
+    is set; values between a forecast's steps (off the series' grid) always. A bad request stores
+    nothing (422 naming the field)."""
     check_json(headers_of(request.scope))
     try:
         body = await read_body(request.receive, settings.max_body_bytes, settings.body_timeout_s)
@@ -107,7 +109,11 @@ async def post_actuals(
         )
     except UnknownSeries as exc:
         raise RequestProblems(
-            [unknown_series(series_id, where[series_id]) for series_id in exc.series_ids]
+            [unknown_series(series_id, where.series[series_id]) for series_id in exc.series_ids]
+        ) from None
+    except StrayActuals as exc:
+        raise RequestProblems(
+            [ProblemItem(where.of(stray.position), stray.why, stray.kind) for stray in exc.strays]
         ) from None
     except Exception as exc:
         raise log_unavailable(exc, "nothing was stored") from None

@@ -46,3 +46,13 @@ def no_model_reason(model_uri: str, tracking_uri: str, store_missing: bool) -> s
         f"no model at {redact(model_uri)} in {store}: train one with "
         "`forecast train ... --register NAME` into that store, or run `make demo`"
     )
+
+
+def no_alias_reason(model_uri: str, tracking_uri: str, name: str, alias: str) -> str:
+    """Why there is nothing to serve when the registered model exists but the alias does not
+    (MLflow: "Registered model alias ... not found"): training another model would not help."""
+    return (
+        f"the registered model {name!r} has no alias {alias!r} ({redact(model_uri)} in the tracking "
+        f"store {redact(tracking_uri)}): point it at a version with `forecast promote --name {name} "
+        f"--version N --alias {alias}`, or serve a version (models:/{name}/N)"
+    )

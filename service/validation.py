@@ -19,6 +19,7 @@ import pandas as pd
 
 from forecaster.data.clock import stamp_on_clock
 from forecaster.data.frequency import first_off_step
+from forecaster.errors import NO_ATTENTION
 from service.parsing import ParsedRequest, ParsedSeries, ProblemItem, RequestProblems
 from service.request_times import EARLIEST, LATEST, out_of_range, shape_problem
 from service.schemas import FLOAT32_MAX
@@ -38,12 +39,21 @@ def field_name(loc: list[str | int]) -> str:
     return name
 
 
+# where a problem's loc says it is outside the body (FastAPI's own names, and the headers')
+NOT_BODY = {"query", "path", "header", "headers", "cookie"}
+
+
 def problem_detail(problems: list[ProblemItem]) -> list[dict[str, object]]:
-    """The 422 body's items: loc (as FastAPI writes it), field, msg, type."""
+    """The 422 body's items: loc (as FastAPI writes it: under "body" unless it names a query
+    parameter, a path parameter or a header), field, msg, type."""
     return [
-        {"loc": ["body", *p.loc], "field": field_name(p.loc) or "body", "msg": p.msg, "type": p.type}
+        {"loc": location(p.loc), "field": field_name(p.loc) or "body", "msg": p.msg, "type": p.type}
         for p in problems
     ]
+
+
+def location(loc: list[str | int]) -> list[str | int]:
+    return loc if loc and loc[0] in NOT_BODY else ["body", *loc]
 
 
 @dataclass
@@ -61,6 +71,8 @@ def windows_for(request: ParsedRequest, predictor: Predictor, max_series: int) -
         message = f"{len(request.series)} series, at most {max_series} per request"
         raise RequestProblems([ProblemItem(["series"], message, "too_long")])
     problems: list[ProblemItem] = []
+    if request.return_attention and not predictor.has_attention:  # else a 200 without them
+        problems.append(ProblemItem(["return_attention"], NO_ATTENTION, "no_attention"))
     windows, stamps, covariates = [], [], []
     for i, series in enumerate(request.series):
         windows.append(_window(series, i, predictor, problems))
@@ -165,7 +177,9 @@ def _window(series: ParsedSeries, i: int, predictor: Predictor, problems: list) 
     where: list[str | int] = ["series", i, "values"]
     if values.shape[1] != len(features):
         shape = (
-            "numbers" if len(features) == 1 else f"rows of {len(features)} numbers ({', '.join(features)})"
+            "1 number per step (a flat list)"
+            if len(features) == 1
+            else f"rows of {len(features)} numbers ({', '.join(features)})"
         )
         message = f"rows have {values.shape[1]} number(s); the model expects {shape}"
         problems.append(ProblemItem(where, message, "feature_count"))

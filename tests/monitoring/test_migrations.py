@@ -77,7 +77,8 @@ def some_log(database) -> None:
         log.write_batch([record(f"s{i % 2}", 1 + i // 2, version=str(1 + i // 6), mean=np.arange(4.0) * i)])
     for series_id in ("s0", "s1"):
         times = START + np.arange(0, 9) * HOUR
-        store_actuals(database, ActualValues([series_id] * 9, times, np.sin(np.arange(9.0))))
+        given = ActualValues([series_id] * 9, times, np.sin(np.arange(9.0)))
+        store_actuals(database, given, accept_unknown=True)  # hour 0 (before every forecast) as well
 
 
 def figures_of(url: str) -> dict:
@@ -256,7 +257,7 @@ def test_retention_deletes_old_forecasts_with_their_resolved_steps(database):
     log = ForecastLog(database, metrics())
     for i in range(4):
         log.write_batch([record("s", 1 + i)])
-    store_actuals(database, ActualValues(["s"] * 8, START + np.arange(1, 9) * HOUR, np.ones(8)))
+    store_actuals(database, ActualValues(["s"] * 7, START + np.arange(1, 8) * HOUR, np.ones(7)))
     with database.begin() as connection:
         connection.execute(
             forecasts.update().where(forecasts.c.id <= 2).values(logged_at=utc_now() - timedelta(days=100))

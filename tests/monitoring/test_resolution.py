@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 import monitoring.resolution as resolution
-from monitoring.actuals import ActualValues, UnknownSeries, store_actuals
+from monitoring.actuals import ActualValues, StrayActuals, UnknownSeries, store_actuals
 from monitoring.monitor import COLUMNS, finite, monitor, summarise, window_steps
 from monitoring.records import expand_steps, records_frame
 from monitoring.schema import actuals, forecasts, resolved_steps
@@ -98,6 +98,37 @@ def test_actuals_of_a_series_never_forecast_are_refused_and_nothing_is_stored(da
     with database.connect() as connection:
         assert connection.execute(select(func.count()).select_from(actuals)).scalar_one() == 0
     assert store_actuals(database, given, accept_unknown=True).stored == 3
+
+
+def test_actuals_at_a_time_no_forecast_step_is_at_are_refused_naming_it_and_nothing_is_stored(database):
+    """An actual in the model's history (before the series' first forecast), years ahead, or
+    between a forecast's steps would resolve nothing; in `forecast retrain`'s data the first
+    replaced history, the second opened a gap and the third stopped it for good (off the grid).
+    All are refused by position; where unknown series are accepted (a backfill posted before its
+    forecasts), the ones no forecast reaches are stored, never the one off the grid."""
+    writer(database).write_batch([record("s", first_target=5)])  # origin hour 4, steps at hours 5-8
+    hours = np.array([6.0, 1.0, 24.0 * 365 * 5, 6.5])
+    times = START + (hours * 60).astype(np.int64) * np.timedelta64(1, "m")
+    given = ActualValues(["s"] * 4, times, np.ones(4))
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, given)
+    strays = refused.value.strays
+    assert [(stray.position, stray.kind) for stray in strays] == [
+        (1, "not_forecast"),
+        (2, "not_forecast"),
+        (3, "off_grid"),
+    ]
+    assert "series 's' has a step at 2024-01-01T01:00:00" in strays[0].why
+    assert "ACTUALS_ACCEPT_UNKNOWN_SERIES" in strays[1].why
+    assert "2024-01-01T06:30:00 is off the grid of series 's'" in strays[2].why
+    assert "between its forecast steps 2024-01-01T06:00:00 and 2024-01-01T07:00:00" in strays[2].why
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, given, accept_unknown=True)
+    assert [stray.position for stray in refused.value.strays] == [3]
+    with database.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(actuals)).scalar_one() == 0
+    on_grid = ActualValues(["s"] * 3, times[:3], np.ones(3))
+    assert store_actuals(database, on_grid, accept_unknown=True).resolved_steps == 1
 
 
 def test_the_window_is_the_newest_resolved_steps_of_each_version(database):

@@ -11,12 +11,15 @@ import time
 import numpy as np
 from sqlalchemy import func, select
 
+from monitoring.actuals import ActualValues, store_actuals
 from monitoring.database import LogDatabase
+from monitoring.monitor import monitor
 from monitoring.records import utc_now
 from monitoring.retention import prune
 from monitoring.schema import forecasts, idempotency_keys
+from monitoring.scoring import Thresholds
 from monitoring.writer import ForecastLog
-from tests.monitoring.conftest import metrics, record
+from tests.monitoring.conftest import HOUR, START, metrics, record
 
 
 def count(database, table=forecasts) -> int:
@@ -91,7 +94,7 @@ def test_a_record_the_database_refuses_fails_alone_not_its_batch(database, caplo
     bad.future_times = [np.array(["NaT"] * 4, dtype="datetime64[us]")]  # no time to store it under
     log = ForecastLog(database, metrics())
     with caplog.at_level(logging.ERROR, logger="monitoring.writer"):
-        log._write([record(request_id="a"), bad, record(request_id="b")])
+        log._write([record(request_id="a"), bad, record(request_id="b", first_target=2)])
     assert (log.health.written, log.health.failed) == (2, 1)
     assert not log.health.failing  # the database works: /readyz must not say it is failing
     assert count(database) == 2
@@ -100,7 +103,9 @@ def test_a_record_the_database_refuses_fails_alone_not_its_batch(database, caplo
 
 def test_a_retried_request_is_logged_once_per_idempotency_key(database):
     log = ForecastLog(database, metrics())
-    log.write_batch([record(key="k1"), record(key="k1"), record(key="k2"), record()])
+    log.write_batch(
+        [record(key="k1"), record(key="k1"), record(key="k2", first_target=2), record(first_target=3)]
+    )
     log.write_batch([record(key="k1"), record(key="k1", role="challenger")])
     assert count(database) == 4  # k1, k2, the unkeyed one, and k1's challenger forecast
     assert (log.health.written, log.health.duplicates) == (4, 2)
@@ -116,8 +121,34 @@ def test_idempotency_keys_are_forgotten_after_their_period(database):
         connection.execute(idempotency_keys.update().values(logged_at=utc_now() - timedelta(days=2)))
         prune(connection, timedelta(days=90), 10**9, timedelta(hours=24))
     assert count(database, idempotency_keys) == 0
-    log.write_batch([record(key="old")])  # a key reused after its period is a new request
+    log.write_batch([record(key="old", first_target=2)])  # a key reused after its period: a new request
     assert count(database) == 2
+
+
+def test_the_same_forecast_sent_again_without_a_key_is_stored_once_and_resolved_once(database):
+    """Two requests for the same series from the same origin, by the same model version, without
+    an Idempotency-Key (a client's retry that sent none): stored twice, each actual counted twice
+    in the monitor. The repeat is counted as a duplicate; another origin, version or role is a
+    forecast of its own."""
+    log = ForecastLog(database, metrics())
+    log.write_batch([record("s", 1, request_id="a"), record("s", 1, request_id="b")])  # in one batch
+    log.write_batch([record("s", 1, request_id="c")])  # and in a later one
+    log.write_batch([record("s", 2), record("s", 1, version="2"), record("s", 1, role="challenger")])
+    assert count(database) == 4
+    assert (log.health.written, log.health.duplicates) == (4, 2)
+    assert sample(log, "duplicate") == 2
+    times = START + np.arange(1, 3) * HOUR
+    stored = store_actuals(database, ActualValues(["s", "s"], times, np.array([1.0, 2.0])))
+    assert (
+        stored.resolved_steps == 2 + 1 + 2 + 2
+    )  # hours 1-2 of origin 0 (each version, role), hour 2 of origin 1
+    with database.connect() as connection:
+        document = monitor(connection, Thresholds(min_steps=1))
+    assert {(m["role"], m["version"]): m["count"] for m in document["models"]} == {
+        ("champion", "1"): 3,
+        ("champion", "2"): 2,
+        ("challenger", "1"): 2,
+    }
 
 
 def test_a_key_reused_for_another_request_is_said_not_silently_dropped(database, caplog):

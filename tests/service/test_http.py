@@ -44,7 +44,8 @@ def test_each_family_round_trips_and_matches_pyfunc(family, model_store, served)
     info = client.get("/v1/model").json()
     lookback, horizon, features = info["lookback"], info["horizon"], len(info["features"])
     series = [window(lookback + 3, features, seed=s, level=100 if features > 1 else 11) for s in range(3)]
-    body = {"series": [{"values": v} for v in series], "return_attention": True}
+    attends = info["attention"] == "bahdanau"
+    body = {"series": [{"values": v} for v in series], "return_attention": attends}
     timestamps = None
     if info["calendar_features"]:
         stamps = np.datetime64("1989-06-01") + np.arange(lookback + 3) * np.timedelta64(1, "D")
@@ -64,7 +65,7 @@ def test_each_family_round_trips_and_matches_pyfunc(family, model_store, served)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6 * target_scale(model_store, f"svc-{family}"))
     assert all(float(f"{v:.10g}") == v for v in got.ravel()), got
     attention = [f.get("attention") for f in answer["forecasts"]]
-    if info["attention"] == "bahdanau":
+    if attends:
         weights = np.asarray(attention)
         assert weights.shape == (3, horizon, lookback)
         np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
@@ -126,7 +127,16 @@ BAD = [
     ),
     ({"series": [{"values": [1.0] * 14}], "return_attention": 1}, "return_attention", "not true or false"),
     ({"series": [{"values": [1.0] * 14}], "return_attention": None}, "return_attention", "null is not true"),
-    ({"series": [{"values": [[1.0, 2.0]] * 14}]}, "series[0].values", "rows have 2 number(s)"),
+    (
+        {"series": [{"values": [[1.0, 2.0]] * 14}]},
+        "series[0].values",
+        "rows have 2 number(s); the model expects 1 number per step",
+    ),
+    (
+        {"series": [{"values": [1.0] * 14}], "return_attention": True},
+        "return_attention",
+        "this model has no attention (only seq2seq models with model.attention: bahdanau have one)",
+    ),
     ({"series": [{"values": [[1.0], [2.0, 3.0]]}]}, "series[0].values", "ragged rows"),
     ({"series": [{"values": [1.0, [2.0]]}]}, "series[0].values[1]", "mix of numbers and rows"),
     ({"series": []}, "series", "at least 1 item"),

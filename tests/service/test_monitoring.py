@@ -462,10 +462,55 @@ def test_a_retried_predict_is_logged_once_and_the_same_forecast_twice_is_a_422(s
     assert several_origins.status_code == 200
 
 
+def test_actuals_no_logged_forecast_step_is_at_are_a_422_naming_each_and_nothing_is_stored(shared):
+    """Off the daily grid (stopped `forecast retrain` for good), years past every forecast (a
+    gap across years in its data), inside the model's history (replaced the value it was trained
+    on): each was stored with a 200. Now a 422 naming the series and the timestamp."""
+    client, log_url = shared
+    assert client.post("/v1/predict", json=window_request(series_id="strays")).status_code == 200
+    before = stored_actuals(log_url)
+    sent = ["1990-01-16", "1990-01-16T13:00:00", "1995-06-01", "1985-06-01"]
+    refused = client.post("/v1/actuals", json=actual_body("strays", stamps=sent))
+    assert refused.status_code == 422, refused.text
+    problems = refused.json()["detail"]
+    assert [(p["field"], p["type"]) for p in problems] == [
+        ("series[0].timestamps[1]", "off_grid"),
+        ("series[0].timestamps[2]", "not_forecast"),
+        ("series[0].timestamps[3]", "not_forecast"),
+    ]
+    assert "1990-01-16T13:00:00 is off the grid of series 'strays'" in problems[0]["msg"]
+    assert "series 'strays' has a step at 1995-06-01T00:00:00" in problems[1]["msg"]
+    assert "series 'strays' has a step at 1985-06-01T00:00:00" in problems[2]["msg"]
+    assert stored_actuals(log_url) == before  # all or nothing: 1990-01-16 is not stored either
+    stored = client.post("/v1/actuals", json=actual_body("strays", stamps=sent[:1])).json()
+    assert stored == {"stored": 1, "resolved_steps": 1}
+
+
+def test_the_same_forecast_sent_twice_without_a_key_counts_its_actuals_once(shared):
+    """Two identical requests, the second without an Idempotency-Key (a client's own retry):
+    the log held the forecast twice and the monitor counted each of its actuals twice."""
+    client, _ = shared
+    for _ in range(2):
+        assert client.post("/v1/predict", json=window_request(series_id="sent-twice")).status_code == 200
+    stored = client.post("/v1/actuals", json=actual_body("sent-twice", stamps=["1990-01-15", "1990-01-16"]))
+    assert stored.json() == {"stored": 2, "resolved_steps": 2}, stored.text
+    monitor = client.get("/v1/monitor", params={"series_id": "sent-twice"}).json()
+    assert monitor["overall"]["count"] == 2
+
+
+def test_a_bad_query_parameter_is_named_as_one_not_as_the_body(shared):
+    client, _ = shared
+    answer = client.get("/v1/monitor", params={"series_id": ""})
+    assert answer.status_code == 422
+    (problem,) = answer.json()["detail"]
+    assert problem["loc"] == ["query", "series_id"] and problem["field"] == "query.series_id"
+
+
 def test_a_large_actuals_body_is_checked_in_the_parser_helper_not_on_the_event_loop(shared, monkeypatch):
     client, _ = shared
-    days = pd.date_range("1990-01-15", periods=400, freq="D").strftime("%Y-%m-%d").tolist()
-    assert client.post("/v1/predict", json=window_request(series_id="large")).status_code == 200
+    backlog = {"series": [window_request(n, series_id="large")["series"][0] for n in range(100)]}
+    assert client.post("/v1/predict", json=backlog).status_code == 200  # its steps: 103 days from the 15th
+    days = pd.date_range("1990-01-15", periods=103, freq="D").strftime("%Y-%m-%d").tolist()
     parser = client.app.state.parser
     offloaded = []
     real = parser._offload
@@ -480,7 +525,7 @@ def test_a_large_actuals_body_is_checked_in_the_parser_helper_not_on_the_event_l
     small = client.post("/v1/actuals", json=actual_body("large"))
     large = client.post("/v1/actuals", json=actual_body("large", stamps=days))
     assert small.status_code == large.status_code == 200, large.text
-    assert large.json()["stored"] == 400 and large.json()["resolved_steps"] == 4
+    assert large.json()["stored"] == 103 and large.json()["resolved_steps"] == 400  # 100 forecasts of 4
     assert len(offloaded) == 1 and offloaded[0] > 1024  # the large one only
 
 

@@ -54,15 +54,15 @@ def model_file(uri: str, root: Path, name: str, file: str) -> Path:
     return path
 
 
-def body(windows: int = 5) -> dict:
+def body(windows: int = 5, attention: bool = False) -> dict:
     rng = np.random.default_rng(0)
     series = [{"values": (12 + 3 * rng.standard_normal(14)).tolist()} for _ in range(windows)]
-    return {"series": series, "return_attention": True}
+    return {"series": series, "return_attention": attention}
 
 
 def answer(store: str, model: str, runtime: str) -> tuple[dict, list[dict], str]:
     with serving(store, f"models:/{model}@champion", inference_runtime=runtime) as client:
-        response = client.post("/v1/predict", json=body())
+        response = client.post("/v1/predict", json=body(attention=model == "rt-seq2seq"))
         assert response.status_code == 200, response.text
         return client.get("/v1/model").json(), response.json()["forecasts"], counted_metrics(client)
 

@@ -8,11 +8,12 @@ import sys
 import urllib.error
 import urllib.request
 
+import mlflow
 import pytest
 
 from service.model_store import ModelStore, not_ready_reason
 from service.registry_store import NoStoreError
-from tests.conftest import REPO, free_port
+from tests.conftest import REPO, empty_tracking_store, free_port
 from tests.servers import running
 from tests.waiting import until
 
@@ -50,6 +51,22 @@ def test_behind_an_api_key_the_public_reason_hides_where_the_model_and_store_liv
     assert uri not in public and MODEL not in public and str(tmp_path) not in public, public
     assert "the configured MODEL_URI" in public and HOW in public  # still says what to do
     assert uri in not_ready_reason(store) and MODEL in not_ready_reason(store)  # for the log, the key holder
+
+
+def test_an_alias_the_registered_model_lacks_is_named_not_a_missing_model(tmp_path):
+    """The model exists, its alias does not (MLflow: "Registered model alias nope not found"):
+    the 503s said there was no model at all and to train one."""
+    uri = empty_tracking_store(tmp_path / "mlflow.db")
+    mlflow.MlflowClient(uri).create_registered_model("demo-forecaster")
+    store = ModelStore(uri, "models:/demo-forecaster@nope", "cpu", "float32")
+    with pytest.raises(Exception, match="alias nope not found"):
+        store.refresh()
+    reason = store.status.reason
+    assert "the registered model 'demo-forecaster' has no alias 'nope'" in reason, reason
+    assert "forecast promote --name demo-forecaster --version N --alias nope" in reason
+    assert "no model at" not in reason and HOW not in reason
+    public = not_ready_reason(store, public=True)
+    assert uri not in public and str(tmp_path) not in public, public
 
 
 @pytest.mark.slow  # starts a server process
