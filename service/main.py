@@ -303,6 +303,7 @@ def build_openapi(app: FastAPI, predictor: Any | None) -> dict[str, Any]:
             p.uses_calendar,
             p.future_covariates,
             p.horizon,
+            p.has_attention,
         )
         # with a key set the document is public but training statistics are not: a neutral example
         components["PredictRequest"]["examples"] = [example_request(p, plausible=not settings.api_key)]

@@ -316,12 +316,18 @@ def model_schema(
     calendar: bool = False,
     future: list[str] | tuple[str, ...] = (),
     horizon: int = 1,
+    attention: bool = True,
 ) -> dict[str, dict]:
     """The request components narrowed to one model: at least ``lookback`` steps, rows of exactly
     ``features`` numbers (a univariate model also takes plain numbers), at most ``max_series``,
-    timestamps required when the model uses calendar features, and each ``future`` covariate
-    required with ``horizon`` values."""
+    timestamps required when the model uses calendar features, each ``future`` covariate
+    required with ``horizon`` values, and ``return_attention`` false only for a model without
+    attention (true is answered 422)."""
     narrowed = copy.deepcopy(components)
+    if not attention:
+        flag = narrowed["PredictRequest"]["properties"]["return_attention"]
+        flag["enum"] = [False]
+        flag["description"] = "false: this model has no attention"
     series = narrowed["SeriesIn"]
     if calendar:
         series["required"] = [*series.get("required", ["values"]), "timestamps"]
