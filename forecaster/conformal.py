@@ -38,13 +38,22 @@ def window_volatility(past_target: np.ndarray, span: int, floor: np.ndarray | No
     return np.maximum(volatility, 1e-6 * (np.abs(past_target).mean() + 1.0))
 
 
-def calmest_volatility(past_target: np.ndarray, span: int, scale: float) -> float | None:
-    """The lowest volatility of (N, L) calibration windows, in units of their series' ``scale``
-    (the target's training standard deviation); None without windows. Below it no calibration
+def calmest_volatility(past_target: np.ndarray, span: int, scale: float | np.ndarray) -> float | None:
+    """The lowest volatility of (N, L) calibration windows, in units of ``scale``: their series'
+    training standard deviation, or (N,) each window's own level for series a panel model never
+    saw (windows at level 0 say nothing there); None without windows. Below it no calibration
     window says how large the errors get, and as the minimum it changes no calibration score."""
-    if not len(past_target):
+    scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), (len(past_target),))
+    usable = scales > 0
+    if not usable.any():
         return None
-    return float(window_volatility(past_target, span).min() / scale)
+    return float((window_volatility(past_target[usable], span)[:, 0] / scales[usable]).min())
+
+
+def window_level(past_target: np.ndarray) -> np.ndarray:
+    """(N, L) -> (N,) each window's mean absolute value: the only scale a window of a series
+    nobody stored a standard deviation for has, and one a flat window keeps."""
+    return np.abs(past_target).mean(axis=1)
 
 
 def volatility_span(lookback: int, period: int) -> int:

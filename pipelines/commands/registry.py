@@ -120,6 +120,7 @@ def promote(
 
     if not (version.isascii() and version.isdecimal()):  # MLflow would read -1 as a stage
         raise ConfigError(f"--version {version!r}: a version is a whole number (1, 2, ...)")
+    version = str(int(version))  # 03 is version 3, as MLflow reads it
     connect(resolve_tracking_uri(tracking_uri), existing=True)
     decision = promote_version(name, version, alias, force, allow_worse_than_naive)
     print(f"{name} v{version}: @{alias} {'moved' if decision.promoted else 'kept'}: {decision.reason}")

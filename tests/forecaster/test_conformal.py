@@ -7,6 +7,7 @@ from forecaster.conformal import (
     coverage,
     interval_quantiles,
     volatility_span,
+    window_level,
     window_volatility,
 )
 
@@ -58,3 +59,12 @@ def test_a_flat_window_gets_the_calmest_calibration_windows_volatility_not_zero(
         window_volatility(past, span=10, floor=np.full(200, calmest * 2.0)), window_volatility(past, span=10)
     )
     assert calmest_volatility(past[:0], span=10, scale=2.0) is None
+
+
+def test_over_each_windows_level_windows_at_level_zero_say_nothing():
+    past = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 11.0, 10.0, 11.0], [100.0, 101.0, 100.0, 100.0]])
+    levels = window_level(past)
+    np.testing.assert_allclose(levels, [0.0, 10.5, 100.25])
+    # volatilities over span 2: 0 (level 0: left out), 1.0, 0.5 -> the calmest over level: 0.5 / 100.25
+    assert calmest_volatility(past, span=2, scale=levels) == pytest.approx(0.5 / 100.25)
+    assert calmest_volatility(past[:1], span=2, scale=levels[:1]) is None

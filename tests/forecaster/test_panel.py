@@ -170,6 +170,19 @@ def test_a_panel_model_forecasts_any_series_from_its_own_window(tmp_path):
     # a series it never saw, at another level and scale: the same forecast, in its own units
     unseen = predictor.predict(1000.0 * past - 7.0).mean
     np.testing.assert_allclose(unseen, 1000.0 * own - 7.0, rtol=1e-4, atol=1e-3 * np.abs(1000 * past).max())
+    # a stuck sensor: a flat window's 80% interval is the calmest calibration window's, over b's
+    # stored scale for b, over the window's level for a series it never saw (whose own standard
+    # deviation is 0), not a 1e-6 sliver
+    flat = np.full((1, 24), 5000.0)
+    for ids, floor in (
+        (["b"], predictor.volatility_floor * predictor.series_scalers["b"].std[0]),
+        (None, predictor.level_volatility_floor * 5000.0),
+    ):
+        bounds = predictor.predict(flat, series_ids=ids).quantiles
+        np.testing.assert_allclose(
+            (bounds[0.9] - bounds[0.1])[0] / 2, predictor.conformal[0.8] * floor, rtol=1e-4
+        )
+        assert floor > 1e-3
     result = evaluate(predictor, prepared, "test")
     assert set(result.per_series) == {"a", "b"}
     assert result.windows == sum(r.windows for r in result.per_series.values())

@@ -182,8 +182,14 @@ def test_compare_lists_runs_best_first_and_promote_refuses_a_worse_candidate(tra
         tracking_uri,
     )
     assert forced.exit_code == 0 and "moved" in forced.stdout
-    again = forecast(  # the alias is where it was asked to be: done, not a refusal
-        "promote", "--name", "duel", "--version", bad["registered_version"], "--tracking-uri", tracking_uri
+    again = forecast(  # the alias is where it was asked to be: done, not a refusal (0N is version N)
+        "promote",
+        "--name",
+        "duel",
+        "--version",
+        f"0{bad['registered_version']}",
+        "--tracking-uri",
+        tracking_uri,
     )
     assert again.exit_code == 0 and "already holds @champion" in again.stdout
     listed = forecast("compare", "--experiment", "forecasting", "--tracking-uri", tracking_uri)
