@@ -73,7 +73,21 @@ def load_model_data(
     """``data`` (or ``table``, read by its settings) for ``predictor``: at the model's frequency,
     or refused (a panel's series at another left out with ``skip_bad_series``), since a model
     reads its look-back, and forecasts, in steps of the frequency it was trained on."""
-    return load_from_config(data, skip_bad_series, table, model_frequency=predictor.frequency)
+    return load_from_config(
+        data,
+        skip_bad_series,
+        table,
+        model_frequency=predictor.frequency,
+        model_frequency_given=frequency_given(predictor),
+    )
+
+
+def frequency_given(predictor: Predictor) -> bool:
+    """Whether the model's frequency was set in its config (data.frequency) rather than inferred
+    from its data (a bundled dataset's own frequency is the dataset's, left unset in the config):
+    data then only has to lie on its grid, since its own training file may be sparser than it
+    (weekdays only for a daily model) and was upsampled by its fill policy."""
+    return predictor.config.data.frequency is not None
 
 
 def config_with_data(predictor: Predictor, data: DataConfig) -> ForecastConfig:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from forecaster.data.loading import series_from_table
 from forecaster.errors import ConfigError, DataError
-from forecaster.model_data import data_config_for
+from forecaster.model_data import data_config_for, frequency_given
 from forecaster.next_steps import check_predictable, next_steps
 from forecaster.predictor import Predictor
 from forecaster.pyfunc import load_predictor
@@ -89,7 +89,7 @@ def forecast_on_spark(model_uri: str, overrides: dict[str, Any], master: str) ->
             "path": path, "id_column": data.id_column, "time_column": time_column, "target": target,
             "covariates": predictor.features[1:], "frequency": predictor.frequency, "fill": data.fill,
             "duplicates": data.duplicates, "version": version, "model": shipped, "timezone": data.timezone,
-            "time_format": data.time_format,
+            "time_format": data.time_format, "frequency_given": frequency_given(predictor),
         }  # fmt: skip
         fields = output_fields(data.id_column, time_column, target, predictor)
         settings["fields"] = fields
@@ -147,7 +147,7 @@ def forecast_one(rows: pd.DataFrame, model_dir: str, settings: dict[str, Any]) -
             settings["time_column"], settings["target"], list(settings["covariates"]), [],
             settings["frequency"], settings["fill"], settings["duplicates"], series_id=key, sha256="-",
             timezone=settings["timezone"], time_format=settings["time_format"],
-            model_frequency=settings["frequency"],
+            model_frequency=settings["frequency"], model_frequency_given=settings["frequency_given"],
         )  # fmt: skip
         frame = next_steps(predictor, series)
     except DataError as exc:  # one row: the series and why, the forecast columns empty

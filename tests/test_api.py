@@ -125,3 +125,22 @@ def test_data_at_another_frequency_than_the_models_is_refused_naming_both():
             with pytest.raises(DataError) as error:
                 use(other)
             assert str(error.value) == refused, use
+
+
+def test_a_model_set_to_daily_on_weekdays_predicts_and_evaluates_on_its_own_data():
+    """data.frequency=D with a fill policy read weekday-only readings as days, weekends filled:
+    the same DataFrame, given back, is read so (not refused as business days); hourly readings
+    are still refused, off the daily grid."""
+    from forecaster.errors import DataError
+
+    df = melbourne()
+    weekdays = df[pd.to_datetime(df["Date"]).dt.dayofweek < 5]
+    f = Forecaster("gru", **TINY_ARGS, **TINY_FILE).fit(weekdays, time_column="Date", target="Temp")
+    forecasts = f.predict(weekdays)
+    assert forecasts["Date"].tolist() == list(pd.date_range("1991-01-01", periods=4))  # days, not weekdays
+    assert list(f.evaluate(weekdays).index) == ["model", "naive", "seasonal_naive"]
+    hourly = pd.DataFrame({"Date": pd.date_range("1991-01-01", periods=400, freq="h"), "Temp": 10.0})
+    with pytest.raises(
+        DataError, match=r"hourly \(h\), but this model's data is daily \(D\) \(1991-01-01 01:00:00 is off"
+    ):
+        f.predict(hourly)

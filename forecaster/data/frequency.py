@@ -166,16 +166,24 @@ def first_off_step(index: pd.DatetimeIndex, freq: str) -> tuple[int, str] | None
     )
 
 
-def frequency_mismatch(index: pd.DatetimeIndex, freq: str) -> str | None:
+def frequency_mismatch(index: pd.DatetimeIndex, freq: str, given: bool = False) -> str | None:
     """Why timestamps are not at a model's frequency ``freq``, or None when they are.
 
     The offline analogue of ``first_off_step``: a whole file, so gaps are allowed (the model's fill
     policy decides them, as in training) and what matters is the most common step, which must be
     one step of ``freq``. The steps themselves are compared, not an inferred frequency's name: a
     short file, or business days with fewer than 10 rows, infers nothing reliable. Business-day
-    models take no weekend stamp; daily models take no weekday-only series (business days)."""
+    models take no weekend stamp; daily models take no weekday-only series (business days).
+
+    ``given``: ``freq`` was set in the model's config (data.frequency), not inferred from its data.
+    Such a model may have been trained on sparser data (weekdays only read as days, 2-hourly as
+    hours) upsampled by its fill policy, so its own file must pass: the data only has to lie on the
+    grid of ``freq`` (``first_off_grid``), and the fill policy upsamples it as in training."""
     if len(index) < 2:
         return None
+    if given:
+        off = first_off_grid(index, freq)
+        return None if off is None else _mismatch(index, freq, f" ({index[off]} is off its grid)")
     one = _one_step_apart(index, freq)
     if not one.all():
         gaps = pd.Series(index[1:] - index[:-1])[~one]
@@ -186,6 +194,24 @@ def frequency_mismatch(index: pd.DatetimeIndex, freq: str) -> str | None:
     if _fixed_length(freq) == pd.Timedelta(days=1) and _is_weekday_only(index):
         return _mismatch(index, freq)
     return None
+
+
+def first_off_grid(index: pd.DatetimeIndex, freq: str) -> int | None:
+    """The position of the first timestamp off ``freq``'s grid, or None when all lie on it: for
+    fixed-length steps, every step a whole number of them (hourly stamps are off a daily grid);
+    for business days, whole days and no weekend; for calendar steps, every stamp on the offset
+    (month starts for MS). Steps missing on the way are gaps, the fill policy's."""
+    steps = index[1:] - index[:-1]
+    if is_business_day(freq):
+        off = np.asarray(index.dayofweek >= 5)
+        off[1:] |= np.asarray(steps % pd.Timedelta(days=1) != pd.Timedelta(0))
+    elif (step := _fixed_length(freq)) is not None:
+        off = np.concatenate([[False], np.asarray(steps % step != pd.Timedelta(0))])
+    else:
+        offset = step_of(freq)
+        off = np.array([not offset.is_on_offset(stamp) for stamp in index])
+    bad = np.flatnonzero(off)
+    return int(bad[0]) if bad.size else None
 
 
 def _one_step_apart(index: pd.DatetimeIndex, freq: str) -> np.ndarray:

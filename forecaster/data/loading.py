@@ -81,13 +81,15 @@ def load_series(
     table: pd.DataFrame | None = None,
     time_format: str | None = None,
     model_frequency: str | None = None,
+    model_frequency_given: bool = False,
 ) -> LoadedSeries:
     """Load ``target`` (and ``covariates``, ``future_covariates``) indexed by ``time_column``;
     raise DataError on defects. ``timezone``: the wall clock timestamps are read on
     (forecaster.data.clock); ``time_format``: their format (forecaster.data.time_formats).
     ``table``: the rows themselves (a DataFrame), read by the same rules instead of the file at
     ``path``, which then only names them in errors. ``model_frequency``: the frequency of the
-    trained model the data is for: data at another is refused, and the rest read at it."""
+    trained model the data is for: data at another is refused, and the rest read at it;
+    ``model_frequency_given``: whether the model's config set it (``check_model_frequency``)."""
     path = Path(path)
     raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
@@ -107,6 +109,7 @@ def load_series(
         timezone=timezone,
         time_format=time_format,
         model_frequency=model_frequency,
+        model_frequency_given=model_frequency_given,
     )
 
 
@@ -141,6 +144,7 @@ def series_from_table(
     timezone: str | None = None,
     time_format: str | None = None,
     model_frequency: str | None = None,
+    model_frequency_given: bool = False,
 ) -> LoadedSeries:
     """The strict rules on one series' rows of a table (``raw``'s index: the file's row positions,
     so errors name the file's rows); ``where`` starts each error (the file, and the series)."""
@@ -150,7 +154,7 @@ def series_from_table(
     return series_from_parsed(
         parsed.times, values, where, path, time_column, target, covariates, future_covariates, frequency,
         fill, duplicates, series_id, raw.index.to_numpy(), sha256 or file_sha256(path), parsed.clock,
-        parsed.time_format, model_frequency,
+        parsed.time_format, model_frequency, model_frequency_given,
     )  # fmt: skip
 
 
@@ -182,18 +186,20 @@ def series_from_parsed(
     clock: str = LOCAL,
     time_format: str | None = None,
     model_frequency: str | None = None,
+    model_frequency_given: bool = False,
 ) -> LoadedSeries:
     """The rules after parsing (sorted, duplicates, the frequency's grid, missing values) on one
     series' parsed timestamps and columns; ``rows`` are their rows in the file, for the errors. A
     long-format file is parsed once, whole, and each series checked here on its own rows.
-    ``model_frequency``: a trained model's; the series must be at it (``check_model_frequency``)."""
+    ``model_frequency``: a trained model's; the series must be at it (``check_model_frequency``,
+    on its grid only where ``model_frequency_given``)."""
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(times, name=time_column))
     _check_sorted(frame.index, where, time_column, rows)
     repairs: list[str] = []
     frame = _resolve_duplicates(frame, where, time_column, duplicates, repairs, rows)
     advice = FILL_ADVICE
     if model_frequency is not None:
-        check_model_frequency(frame.index, where, time_column, model_frequency)
+        check_model_frequency(frame.index, where, time_column, model_frequency, model_frequency_given)
         frequency, advice = model_frequency, MODEL_FILL_ADVICE
     freq = frequency or inferred_frequency(frame.index, where)
     frame = _regularise(frame, where, time_column, freq, fill, repairs, clock, advice)
@@ -215,10 +221,15 @@ def series_from_parsed(
     )
 
 
-def check_model_frequency(index: pd.DatetimeIndex, where: str, time_column: str, freq: str) -> None:
+def check_model_frequency(
+    index: pd.DatetimeIndex, where: str, time_column: str, freq: str, given: bool = False
+) -> None:
     """Data for a trained model must be at its frequency: hourly readings given to a daily model
-    would be read, and forecast, as days. Gaps are left to the model's fill policy."""
-    mismatch = frequency_mismatch(index, freq)
+    would be read, and forecast, as days. Gaps are left to the model's fill policy. ``given``: the
+    model's config set ``freq`` (data.frequency), so data on its grid passes however sparse (its
+    training file may have been: weekdays only for a daily model) and the fill policy upsamples
+    it, as in training (forecaster.data.frequency.frequency_mismatch)."""
+    mismatch = frequency_mismatch(index, freq, given)
     if mismatch:
         raise DataError(
             f"{where}: column {time_column!r}: {mismatch}; give data at the model's frequency, or "

@@ -117,6 +117,7 @@ def load_panel(
     table: pd.DataFrame | None = None,
     time_format: str | None = None,
     model_frequency: str | None = None,
+    model_frequency_given: bool = False,
 ) -> LoadedPanel:
     """Load every series of a long-format file (or those named in ``series``); one frequency for
     all: given, or inferred from the longest series and then required of every other. With
@@ -124,7 +125,8 @@ def load_panel(
     instead of stopping the load: batch forecasting forecasts the others. ``table``: the rows
     themselves (a DataFrame) instead of the file at ``path``, as ``load_series`` reads them.
     ``model_frequency``: a trained model's, required of every series (one at another frequency is
-    an error, or with ``skip_bad_series`` left out)."""
+    an error, or with ``skip_bad_series`` left out; on its grid only where
+    ``model_frequency_given``: forecaster.data.loading.check_model_frequency)."""
     path = Path(path)
     raw = _read_table(path) if table is None else given_table(table, time_column)
     past = [c for c in covariates if c != target]
@@ -144,7 +146,7 @@ def load_panel(
     sha256 = file_sha256(path) if table is None else table_sha256(raw)
     checks = SeriesChecks(
         table, path, time_column, target, past, list(future_covariates), fill, duplicates, sha256,
-        model_frequency,
+        model_frequency, model_frequency_given,
     )  # fmt: skip
     skipped: dict[str, str] = {}
     frequency = model_frequency or frequency
@@ -180,6 +182,7 @@ class SeriesChecks:
     duplicates: DuplicatePolicy | None
     sha256: str
     model_frequency: str | None = None  # a trained model's, which every series must be at
+    model_frequency_given: bool = False  # set in its config: on its grid suffices
 
     def series(self, key: str, rows: np.ndarray, frequency: str | None) -> LoadedSeries:
         where = f"{self.path} (series {key!r})"
@@ -189,6 +192,7 @@ class SeriesChecks:
             table.times[rows], {c: v[rows] for c, v in table.values.items()}, where, self.path,
             self.time_column, self.target, self.covariates, self.future_covariates, frequency, self.fill,
             self.duplicates, key, rows, self.sha256, table.clock, table.time_format, self.model_frequency,
+            self.model_frequency_given,
         )  # fmt: skip
 
     def check_parsed(self, rows: np.ndarray, where: str) -> None:

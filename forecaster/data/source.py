@@ -39,13 +39,18 @@ def load_from_config(
     skip_bad_series: bool = False,
     table: pd.DataFrame | None = None,
     model_frequency: str | None = None,
+    model_frequency_given: bool = False,
 ) -> LoadedSeries | LoadedPanel:
     """Settings given explicitly win over the bundled dataset's; the dataset fills the rest. With
     ``id_column`` the file is long-format: a panel of series (with ``skip_bad_series``, those that
     break a rule are left out, named in its ``skipped``). ``table``: the rows as a DataFrame (the
     Python API's), read by the same rules instead of the file. ``model_frequency``: the trained
-    model's the data is for, which it must be at (forecaster.data.loading.check_model_frequency)."""
-    settings = source_settings(config) | {"model_frequency": model_frequency}
+    model's the data is for, which it must be at (forecaster.data.loading.check_model_frequency;
+    on its grid only where ``model_frequency_given``, set in the model's config)."""
+    settings = source_settings(config) | {
+        "model_frequency": model_frequency,
+        "model_frequency_given": model_frequency_given,
+    }
     if config.id_column is None:
         return load_series(**settings, table=table)
     return load_panel(id_column=config.id_column, skip_bad_series=skip_bad_series, **settings, table=table)

@@ -112,3 +112,37 @@ def test_data_at_another_frequency_names_both(index, freq, data):
     mismatch = frequency_mismatch(index, freq)
     assert mismatch is not None and mismatch.startswith(data), mismatch
     assert f"this model's data is {describe_step(freq)}" in mismatch
+
+
+@pytest.mark.parametrize(
+    ("index", "freq"),
+    [
+        (dates("2020-01-01", 60, "B"), "D"),  # weekdays only, trained as days: weekends filled
+        (dates("2016-07-01", 60, "2h"), "h"),  # 2-hourly, trained as hourly
+        (dates("1991-01-01", 100, "D", drop=(5, 40)), "D"),
+        (dates("2020-01-01", 30, "W-WED"), "D"),
+        (dates("2000-01-01", 30, "QS"), "MS"),  # on month starts
+        (dates("2020-01-01", 60, "B", drop=(3,)), "B"),
+    ],
+)
+def test_data_on_the_grid_of_a_frequency_set_in_the_models_config_passes(index, freq):
+    """A model trained with data.frequency set may have read sparser data, upsampled by its fill
+    policy: its own training file (weekdays for a daily model) must pass, as it did in training."""
+    assert frequency_mismatch(index, freq, given=True) is None
+
+
+@pytest.mark.parametrize(
+    ("index", "freq", "data", "off"),
+    [
+        (dates("1991-01-01", 100, "h"), "D", "the data is hourly (h)", "1991-01-01 01:00:00"),
+        (dates("2016-07-01", 50, "30min"), "h", "the data is every 30min (30min)", "2016-07-01 00:30:00"),
+        (dates("2020-01-01", 30, "D"), "B", "the data is daily (D)", "2020-01-04 00:00:00"),  # a Saturday
+        (dates("2020-01-01", 60, "h"), "B", "the data is hourly (h)", "2020-01-01 01:00:00"),
+        (dates("2000-01-31", 30, "ME"), "MS", "the data is monthly (ME)", "2000-01-31 00:00:00"),
+    ],
+)
+def test_data_off_the_grid_of_a_frequency_set_in_the_models_config_is_refused(index, freq, data, off):
+    """Hourly stamps are off a daily grid, whatever the model's config: read as days, they would
+    be forecast as days."""
+    expected = f"{data}, but this model's data is {describe_step(freq)} ({off} is off its grid)"
+    assert frequency_mismatch(index, freq, given=True) == expected

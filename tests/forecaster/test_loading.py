@@ -179,3 +179,23 @@ def test_data_for_a_model_is_read_at_its_frequency_with_its_fill_policy(tmp_path
     assert series.frequency == "D" and series.frame["y"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
     with pytest.raises(DataError, match=r"1 missing 'D' step\(s\), first at 2024-01-03.*without a fill"):
         load_series(path, "t", "y", model_frequency="D")  # a model trained without one: not 'choose'
+
+
+def test_weekdays_for_a_model_whose_config_set_daily_are_read_as_in_training(tmp_path):
+    """A model trained with data.frequency=D on weekdays only read its file upsampled to days by
+    its fill policy: the same file, given again, is read so; a model that inferred daily refuses
+    it (the file is business days), and hourly stamps stay off a daily grid either way."""
+    times = pd.bdate_range("2024-01-01", periods=12)  # Mon 1st to Tue 16th: two weekends
+    path = write(tmp_path, "t,y\n" + "".join(f"{t:%Y-%m-%d},{k}\n" for k, t in enumerate(times)))
+    series = load_series(
+        path, "t", "y", frequency="D", fill="interpolate", model_frequency="D", model_frequency_given=True
+    )
+    assert series.frequency == "D" and len(series.frame) == 16
+    assert series.frame.loc["2024-01-06", "y"] == pytest.approx(4 + 1 / 3)  # Fri 4, Mon 5
+    with pytest.raises(DataError, match=r"the data is business days \(B\), but this model's data is daily"):
+        load_series(path, "t", "y", fill="interpolate", model_frequency="D")
+    hourly = write(tmp_path, GOOD, "hourly.csv")
+    with pytest.raises(
+        DataError, match=r"hourly \(h\), but .* daily \(D\) \(2024-01-01 01:00:00 is off its grid\)"
+    ):
+        load_series(hourly, "t", "y", fill="interpolate", model_frequency="D", model_frequency_given=True)

@@ -265,3 +265,22 @@ def test_loading_may_leave_out_the_series_that_break_a_rule_and_name_them(tmp_pa
     assert "1 missing 'D' step(s)" in panel.skipped["c"]
     with pytest.raises(DataError, match="series 'b'"):
         load_panel(write(tmp_path, text), "id", "t", "y", frequency="D")
+
+
+def test_a_model_whose_config_set_its_frequency_takes_each_series_on_its_grid(tmp_path):
+    """A model trained with data.frequency=h: a 2-hourly series is upsampled by its fill policy,
+    as its training data was; a half-hourly one is off the hourly grid, left out and named."""
+    frames = {
+        "every2h": pd.date_range("2024-01-01", periods=30, freq="2h"),
+        "halfhourly": pd.date_range("2024-01-01", periods=30, freq="30min"),
+    }
+    rows = [f"{key},{t},{k}" for key, times in frames.items() for k, t in enumerate(times)]
+    path = write(tmp_path, "id,t,y\n" + "\n".join(rows) + "\n")
+    panel = load_panel(
+        path, "id", "t", "y", frequency="h", fill="interpolate", skip_bad_series=True, model_frequency="h",
+        model_frequency_given=True,
+    )  # fmt: skip
+    assert list(panel.members) == ["every2h"] and len(panel.members["every2h"].frame) == 59
+    assert panel.skipped["halfhourly"].endswith(
+        "(2024-01-01 00:30:00 is off its grid); give data at the model's frequency, or train a model on this data"
+    )

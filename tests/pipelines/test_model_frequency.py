@@ -1,9 +1,11 @@
 """`forecast predict` and `forecast evaluate` on a file at another frequency than the model's: one
 line naming the file, the time column and both frequencies, exit code 2, instead of hourly readings
 read (and forecast) as days. A file at the model's frequency with gaps is read with the fill policy
-the model was trained with, as its own data was.
+the model was trained with, as its own data was. A model whose config set its frequency
+(data.frequency) forecasts from its own training file, however sparser than that frequency.
 
-One tiny daily model (Melbourne, TINY), trained once for the module."""
+One tiny daily model (Melbourne, TINY), trained once for the module; one tiny hourly model trained
+on 2-hourly readings."""
 
 from __future__ import annotations
 
@@ -83,3 +85,27 @@ def test_a_file_of_exactly_the_look_back_is_forecast(daily_model):
     result = run("predict", uri, path)
     assert result.exit_code == 0, result.output
     assert "1991-03-15" in result.stdout and "1991-03-18" in result.stdout
+
+
+def test_a_model_set_to_hourly_on_two_hourly_data_forecasts_from_its_own_file(tmp_path, monkeypatch):
+    """data.frequency=h with data.fill=interpolate read the 2-hourly file as hours, filling every
+    other one: predict and evaluate read it so again, instead of refusing it as 2-hourly; a file of
+    half-hourly readings is still off the hourly grid."""
+    monkeypatch.chdir(tmp_path)  # the run's artifacts land in the working directory's mlartifacts/
+    uri = empty_tracking_store(tmp_path / "mlflow.db")
+    path = temperatures(tmp_path / "two-hourly.csv", pd.date_range("2016-07-01", periods=600, freq="2h"))
+    file = ["data.dataset=null", f"data.path={path}", "data.time_column=Date", "data.target=Temp"]
+    train_json(uri, *file, "data.frequency=h", "data.fill=interpolate", register="hourly")
+    model = ("--model-uri", "models:/hourly/1", "--tracking-uri", uri)
+    predicted = forecast("predict", *model, "--data", str(path))
+    assert predicted.exit_code == 0, predicted.output
+    assert "2016-08-19 23:00:00" in predicted.stdout  # an hour after the last 2-hourly stamp
+    evaluated = forecast("evaluate", *model, "--data", str(path))
+    assert evaluated.exit_code == 0, evaluated.output
+    halves = temperatures(
+        tmp_path / "half-hourly.csv", pd.date_range("2016-07-01", periods=600, freq="30min")
+    )
+    refused = forecast("predict", *model, "--data", str(halves))
+    assert refused.exit_code == 2 and "(2016-07-01 00:30:00 is off its grid)" in refused.output, (
+        refused.output
+    )
