@@ -102,7 +102,7 @@ class Filler:
         hours = START + (24 * self.day + 1 + np.arange(24)) * HOUR  # the day's values, known after it
         values = self.level[:, None] + self.rng.normal(0, 1, size=(n, 24))
         given = ActualValues([s for s in self.series for _ in range(24)], np.tile(hours, n), values.ravel())
-        self.resolved += store_actuals(self.database, given).resolved_steps
+        self.resolved += store_actuals(self.database, given, frequency="h").resolved_steps
         self.forecasts += 24 * n
         self.day += 1
         self.seconds += time.perf_counter() - started

@@ -9,6 +9,7 @@ import this package, which imports neither.
 - records: a request's forecasts to rows of ``forecasts`` and back
 - writer: the queue and the thread that write them; retention: what is deleted when
 - actuals, resolution, versions: actuals stored and joined to the forecast steps they resolve
+- grid: where an actual of a series may fall (the served frequency's grid, a horizon ahead)
 - scoring, monitor: the figures and the status over the rolling window
 - snapshot, collector, metrics: the gauges, computed once per refresh for every process
 - settings: FORECAST_LOG_*, MONITOR_* and who may use the monitoring routes"""

@@ -60,25 +60,13 @@ def chunks(items: list[str], size: int = IN_LIST) -> Iterable[list[str]]:
         yield items[start : start + size]
 
 
-def resolve(
-    connection: Connection,
-    logged: pd.DataFrame,
-    known: pd.DataFrame,
-    at: datetime,
-    strays: list[pd.DataFrame] | None = None,
-) -> int:
+def resolve(connection: Connection, logged: pd.DataFrame, known: pd.DataFrame, at: datetime) -> int:
     """Store the steps of ``logged`` (forecast rows, FORECAST_READ) that ``known`` (series_id,
     target_time as datetime64[us], actual) resolves, or update their actual (a correction).
-    Returns how many steps that is. ``strays``: where to add the rows of ``known`` that no step
-    of ``logged`` meets (``unmet``), for the actuals' side to refuse them."""
-    if known.empty:
+    Returns how many steps that is."""
+    if logged.empty or known.empty:
         return 0
-    expanded = expand_steps(logged) if not logged.empty else None
-    if strays is not None:
-        strays.append(unmet(expanded, known))
-    if expanded is None:
-        return 0
-    steps = expanded.merge(known, on=["series_id", "target_time"])
+    steps = expand_steps(logged).merge(known, on=["series_id", "target_time"])
     if steps.empty:
         return 0
     ids = version_ids(connection, steps[["role", "model_name", "model_version", "model_alias"]])
@@ -100,49 +88,6 @@ def resolve(
         connection, resolved_steps, RESOLVED_COLUMNS, rows, ("forecast_id", "step"), ("actual", "resolved_at")
     )
     return len(rows)
-
-
-def unmet(steps: pd.DataFrame | None, known: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``known`` on no step of ``steps`` (expanded forecasts, every one of their
-    series overlapping ``known``'s span), each with ``inside``: whether a forecast of its series
-    spans its time (origin < time <= its last step), so the time is off that forecast's grid,
-    and ``before``/``after``: the nearest steps of its series around it (NaT where none). Usually
-    every actual meets a step, and this is one merge."""
-    if steps is None:
-        stray = known.reset_index(drop=True)
-    else:
-        met = steps[["series_id", "target_time"]].drop_duplicates()
-        joined = known.merge(met, on=["series_id", "target_time"], how="left", indicator=True)
-        stray = joined[(joined["_merge"] == "left_only").to_numpy()].drop(columns="_merge")
-        stray = stray.reset_index(drop=True)
-    inside = np.zeros(len(stray), dtype=bool)
-    before = np.full(len(stray), NOT_A_TIME)
-    after = before.copy()
-    times = stray["target_time"].to_numpy("datetime64[us]")
-    for series_id, rows in stray.groupby("series_id", sort=False).indices.items():
-        mine = None if steps is None else steps[(steps["series_id"] == series_id).to_numpy()]
-        if mine is not None and not mine.empty:
-            inside[rows], before[rows], after[rows] = placed(mine, times[rows])
-    return stray.assign(inside=inside, before=before, after=after)
-
-
-NOT_A_TIME = np.datetime64("NaT", "us")
-
-
-def placed(steps: pd.DataFrame, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For ``times`` of one series that none of its forecast ``steps`` is at: whether a forecast
-    spans each (an origin before it, a step at or after it), and the series' steps either side."""
-    spans = steps.groupby("id").agg(origin=("origin", "first"), last=("target_time", "max"))
-    spans = spans.sort_values("origin")
-    origins = spans["origin"].to_numpy("datetime64[us]")
-    reach = np.maximum.accumulate(spans["last"].to_numpy("datetime64[us]"))  # the furthest step yet
-    begun = np.searchsorted(origins, times, side="left")  # how many forecasts began before each
-    inside = (begun > 0) & (reach[np.maximum(begun - 1, 0)] >= times)
-    grid = np.unique(steps["target_time"].to_numpy("datetime64[us]"))
-    at = np.searchsorted(grid, times)
-    before = np.where(at > 0, grid[np.maximum(at - 1, 0)], NOT_A_TIME)
-    after = np.where(at < len(grid), grid[np.minimum(at, len(grid) - 1)], NOT_A_TIME)
-    return inside, before, after
 
 
 def forecasts_overlapping(
@@ -206,12 +151,9 @@ def resolve_new_forecasts(connection: Connection, rows: list[tuple], at: datetim
     return resolve(connection, logged, known, at)
 
 
-def resolve_new_actuals(
-    connection: Connection, known: pd.DataFrame, at: datetime, strays: list[pd.DataFrame] | None = None
-) -> int:
+def resolve_new_actuals(connection: Connection, known: pd.DataFrame, at: datetime) -> int:
     """The actuals' side: every logged forecast step the given actuals (series_id, target_time,
-    actual) resolve, those resolved before included (their actual is updated). ``strays``: where
-    to add the actuals no logged step meets (``unmet``)."""
+    actual) resolve, those resolved before included (their actual is updated)."""
     if known.empty:
         return 0
     total = 0
@@ -224,7 +166,7 @@ def resolve_new_actuals(
         first, last = pd.Timestamp(some["min"].min()), pd.Timestamp(some["max"].max())
         series_ids = some.index.tolist()
         logged = forecasts_overlapping(connection, series_ids, first.to_pydatetime(), last.to_pydatetime())
-        total += resolve(connection, logged, known[known["series_id"].isin(series_ids)], at, strays)
+        total += resolve(connection, logged, known[known["series_id"].isin(series_ids)], at)
     return total
 
 

@@ -50,7 +50,9 @@ class MonitoringSettings(BaseSettings):
     )
     actuals_accept_unknown_series: bool = Field(
         False,
-        description="store actuals of a series the log holds no forecast of (off: 422 naming it)",
+        description="store actuals of a series the log holds no forecast of (off: 422 naming it); it "
+        "accepts unknown series only: a value off the model's grid, or more than a horizon past the "
+        "series' latest forecast, is refused either way",
     )
 
     # -- the monitor (monitoring/monitor.py, monitoring/snapshot.py) ------------------------------

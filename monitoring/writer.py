@@ -61,13 +61,18 @@ def database_error(exc: BaseException) -> bool:
     return isinstance(exc, DATABASE_ERRORS)
 
 
+FORECAST_AT = FORECAST_COLUMNS.index("forecast")  # where a row holds its forecast's bytes
+
+
 def not_logged_yet(connection: Connection, rows: list[tuple]) -> list[tuple]:
-    """``rows`` (FORECAST_COLUMNS) less those whose forecast the log already holds, or holds
-    earlier in the batch: the same model version's forecast of a series from the same origin,
-    sent again without an Idempotency-Key. Stored twice, each of its actuals would count twice in
-    the monitor. One query through the (series_id, last_target) index per batch: a repeat has
-    its original's last target. Called with the batch's series locked (PostgreSQL), so two
-    replicas cannot both store one."""
+    """``rows`` (FORECAST_COLUMNS) less those whose very forecast the log already holds, or holds
+    earlier in the batch: the same model version's forecast of a series from the same origin
+    with the same values, sent again without an Idempotency-Key. Stored twice, each of its
+    actuals would count twice in the monitor. A forecast from the same origin with other values
+    was made from other inputs (a corrected history, other future covariates): it is a forecast
+    of its own, and stored. One query through the (series_id, last_target) index per batch: a
+    repeat has its original's last target. Called with the batch's series locked (PostgreSQL),
+    so two replicas cannot both store one."""
     if not rows:
         return rows
     series_ids = sorted({row[1] for row in rows})
@@ -75,13 +80,14 @@ def not_logged_yet(connection: Connection, rows: list[tuple]) -> list[tuple]:
     f = forecasts
     held: set[tuple] = set()
     for some in chunks(series_ids):
-        query = select(f.c.role, f.c.model_name, f.c.model_version, f.c.series_id, f.c.origin).where(
-            f.c.series_id.in_(some), f.c.last_target >= min(lasts), f.c.last_target <= max(lasts)
-        )
-        held |= {tuple(found) for found in connection.execute(query)}
+        query = select(
+            f.c.role, f.c.model_name, f.c.model_version, f.c.series_id, f.c.origin, f.c.forecast
+        ).where(f.c.series_id.in_(some), f.c.last_target >= min(lasts), f.c.last_target <= max(lasts))
+        held |= {(*found[:5], bytes(found[5])) for found in connection.execute(query)}
     kept = []
     for row in rows:
-        key = (row[2], row[3], row[4], row[1], as_datetime(row[6]))  # role, model, version, series, origin
+        # role, model, version, series, origin, and the forecast's bytes
+        key = (row[2], row[3], row[4], row[1], as_datetime(row[6]), bytes(row[FORECAST_AT]))
         if key not in held:
             held.add(key)
             kept.append(row)

@@ -1,13 +1,15 @@
 """`forecast retrain`: train the serving model's config again on its data extended to the latest
 actuals in the forecast log, and register the result through the promotion gate.
 
-The extended series: the model's own data, with every actual the log holds for the series
-replacing or extending it (actuals win: they are what happened, corrections included), cut at the
-latest actual. The log takes actuals only at its forecasts' steps (monitoring/actuals.py), so
-none lands off the data's grid, in the history the model was trained on, or years ahead of it,
-unless ACTUALS_ACCEPT_UNKNOWN_SERIES let them in. It is written to a CSV under ``--data-dir`` and
-kept there: the new version's config points at it, and the promotion gate reloads a model's data
-to know what it was fitted on.
+The extended series: the model's own data, extended with every actual the log holds for the
+series after that data's last timestamp (a gap between the two is filled as the model's fill
+policy fills one). The log takes an actual at any step of the series' grid up to a horizon past
+its latest forecast (monitoring/grid.py), so some may lie inside the model's data: a value posted
+for a day the model was trained on, a test or a replay of its history. Those do not replace the
+model's values: what it was trained on is its history, and one actual posted over it (1985-06-01
+as 99 degrees) would change a model silently; retrain leaves them out and says how many. It is
+written to a CSV under ``--data-dir`` and kept there: the new version's config points at it, and
+the promotion gate reloads a model's data to know what it was fitted on.
 
 With ``--if-degraded`` nothing is trained unless the monitor's status of the version the alias
 points at is ``degraded`` (thresholds from the settings: MONITOR_*)."""
@@ -49,6 +51,8 @@ class Retraining:
     data_path: str | None = None
     rows: int | None = None
     actuals: int | None = None
+    left_out: int | None = None  # actuals at or before the model's data's end (not taken)
+    data_end: str | None = None  # that end, ISO 8601
     outcome: TrainingOutcome | None = field(default=None, repr=False)
 
     def as_json(self) -> dict[str, Any]:
@@ -77,10 +81,19 @@ def latest_actuals(connection: Connection, series_id: str) -> pd.Series:
     return latest
 
 
-def extended_series(original: pd.Series, latest: pd.Series) -> pd.Series:
-    """``original`` with ``latest`` replacing or extending it, up to the last actual."""
-    extended = latest.combine_first(original).sort_index()
-    return extended[extended.index <= latest.index.max()]
+def extended_series(original: pd.Series, latest: pd.Series) -> tuple[pd.Series, int]:
+    """``original`` extended with the actuals of ``latest`` after its last timestamp, and how many
+    actuals were left out for lying at or before it (the model's history keeps its values)."""
+    end = original.index.max()
+    newer = latest[latest.index > end]
+    left_out = len(latest) - len(newer)
+    if newer.empty:
+        raise ConfigError(
+            f"every one of the {len(latest)} actuals in the forecast log is at or before {end.isoformat()}, "
+            "where the model's own data ends: there is nothing new to retrain on (actuals inside the "
+            "data the model was trained on do not replace it)"
+        )
+    return pd.concat([original, newer]).sort_index(), left_out
 
 
 def retrain(
@@ -122,7 +135,7 @@ def retrain(
     if not isinstance(loaded, LoadedSeries):  # a panel: its series are not extended one by one here
         raise ConfigError(f"{model_uri}: a panel model is retrained with `forecast train` on its file")
     target = loaded.target
-    extended = extended_series(loaded.frame[target], latest)
+    extended, left_out = extended_series(loaded.frame[target], latest)
     path = write_series(extended, target, Path(data_dir), f"{resolved.name}-v{resolved.version}-{series_id}")
     config = retrain_config(predictor.config.model_dump(mode="json"), path, target, predictor.frequency)
     config["data"]["timezone"] = predictor.clock  # the written times are wall times on it: keep it
@@ -130,7 +143,8 @@ def retrain(
         config, split, overrides, resolved.name, alias["alias"], allow_worse_than_naive
     )
     result.retrained = True
-    result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest)
+    result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest) - left_out
+    result.left_out, result.data_end = left_out, loaded.frame.index.max().isoformat()
     result.outcome = run_training(run_config, tracking_uri, quiet=quiet)
     return result
 

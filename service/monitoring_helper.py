@@ -40,9 +40,9 @@ def read_monitor(
         raise portable(exc) from None
 
 
-def store(url: str, given: ActualValues, accept_unknown: bool) -> StoredActuals:
+def store(url: str, given: ActualValues, accept_unknown: bool, frequency: str, named: int) -> StoredActuals:
     try:
-        return store_actuals(database(url), given, accept_unknown)
+        return store_actuals(database(url), given, accept_unknown, frequency=frequency, named=named)
     except (UnknownSeries, StrayActuals):  # the request's own: answered as 422s
         raise
     except Exception as exc:

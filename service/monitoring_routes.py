@@ -34,7 +34,7 @@ from service.envelope import (
 )
 from service.model_store import ModelStore
 from service.monitoring_helper import read_monitor, store
-from service.parsing import ProblemItem, RequestProblems
+from service.parsing import MAX_PROBLEMS, ProblemItem, RequestProblems
 from service.schemas import ActualsStored, Message
 from service.security import require_monitoring_access
 
@@ -72,6 +72,11 @@ def log_unavailable(exc: Exception, consequence: str) -> Refusal:
         },
         415: {"model": Message, "description": "the body is not sent as application/json"},
         422: {"description": "the request, naming each bad field (nothing is stored)"},
+        503: {
+            "model": Message,
+            "description": "the forecast log cannot be reached, or no model is loaded yet to check "
+            "the values' times against its frequency; see Retry-After",
+        },
     },
     openapi_extra={
         "requestBody": {
@@ -90,9 +95,9 @@ async def post_actuals(
 ) -> Any:
     """Observed values, joined to every logged forecast step they resolve (by series_id and
     timestamp). Idempotent: a value sent twice is stored once; a new value for a stored time
-    replaces it (a correction). Values of a series the log never forecast, or at a time no
-    logged forecast of the series has a step at, are refused unless ACTUALS_ACCEPT_UNKNOWN_SERIES
-    is set; values between a forecast's steps (off the series' grid) always. A bad request stores
+    replaces it (a correction). Values of a series the log never forecast are refused unless
+    ACTUALS_ACCEPT_UNKNOWN_SERIES is set; values off the series' grid at the served model's
+    frequency, or more than a horizon past its latest forecast, always. A bad request stores
     nothing (422 naming the field)."""
     check_json(headers_of(request.scope))
     try:
@@ -101,11 +106,17 @@ async def post_actuals(
         return Response(status_code=CLIENT_GONE)  # nobody reads it
     parse = functools.partial(parse_in_worker, clock=serving_clock(served))
     given, where = await parse_body(parser, body, parse, fewer="values")
+    frequency = serving_frequency(served)
     await asyncio.to_thread(forecast_log.written_through, ACTUALS_WAIT_S)
     try:
         forecast_log.database.check_file()
         stored = await helper.run(
-            store, forecast_log.database.url, given, settings.actuals_accept_unknown_series
+            store,
+            forecast_log.database.url,
+            given,
+            settings.actuals_accept_unknown_series,
+            frequency,
+            MAX_PROBLEMS,
         )
     except UnknownSeries as exc:
         raise RequestProblems(
@@ -113,7 +124,8 @@ async def post_actuals(
         ) from None
     except StrayActuals as exc:
         raise RequestProblems(
-            [ProblemItem(where.of(stray.position), stray.why, stray.kind) for stray in exc.strays]
+            [ProblemItem(where.of(stray.position), stray.why, stray.kind) for stray in exc.strays],
+            exc.total,
         ) from None
     except Exception as exc:
         raise log_unavailable(exc, "nothing was stored") from None
@@ -125,6 +137,20 @@ def serving_clock(store: ModelStore) -> str | None:
     served model's training clock (forecaster.data.clock); None before one is loaded."""
     model = store.current
     return None if model is None else model.predictor.clock
+
+
+def serving_frequency(store: ModelStore) -> str:
+    """The grid actuals are checked against: the served model's frequency. Before a model is
+    loaded there is none, and a value off the grid would stop `forecast retrain` for good: a 503
+    until /readyz is ready (as zone-aware timestamps wait for its clock)."""
+    model = store.current
+    if model is None:
+        raise unavailable(
+            "no model is loaded yet, and actuals are checked against its frequency: retry once "
+            "GET /readyz answers 200; nothing was stored",
+            retry_after=5,
+        )
+    return model.predictor.frequency
 
 
 def unknown_series(series_id: str, index: int) -> ProblemItem:

@@ -50,9 +50,9 @@ class ProblemItem:
 class RequestProblems(Exception):
     """Everything wrong with a request; answered as 422 naming each field."""
 
-    def __init__(self, problems: list[ProblemItem]) -> None:
-        super().__init__(f"{len(problems)} problem(s)")
-        self.problems = capped(problems)
+    def __init__(self, problems: list[ProblemItem], total: int | None = None) -> None:
+        super().__init__(f"{len(problems) if total is None else total} problem(s)")
+        self.problems = capped(problems, total)
 
 
 class ParserBusyError(Exception):
@@ -75,11 +75,13 @@ UNION_TAGS = {"numbers", "rows"}  # the discriminator's branch names pydantic pu
 MAX_PROBLEMS = 20  # a 422 names at most this many fields, then says how many more there were
 
 
-def capped(problems: list[ProblemItem]) -> list[ProblemItem]:
-    """At most MAX_PROBLEMS, the last one saying how many were left out."""
-    if len(problems) <= MAX_PROBLEMS:
+def capped(problems: list[ProblemItem], total: int | None = None) -> list[ProblemItem]:
+    """At most MAX_PROBLEMS, the last one saying how many were left out. ``total``: how many
+    there were, where only the first few were put in words (the forecast log's refusals)."""
+    total = len(problems) if total is None else total
+    if total <= MAX_PROBLEMS:
         return problems
-    more = len(problems) - MAX_PROBLEMS + 1
+    more = total - MAX_PROBLEMS + 1
     return [
         *problems[: MAX_PROBLEMS - 1],
         ProblemItem([], f"... and {more} more problems", "too_many_problems"),

@@ -116,6 +116,16 @@ def retrain(
             f"retrained on {result.rows} rows ({result.actuals} actuals from the log), "
             f"written to {result.data_path}"
         )
+        if result.left_out:
+            console.print(left_out_line(result.left_out, result.data_end))
         report_training(result.outcome, result.model_uri.rsplit("@", 1)[1], as_json=False)
     if as_json:
         print_json(result.as_json())
+
+
+def left_out_line(left_out: int, data_end: str | None) -> str:
+    """Why some actuals did not go into the retrain: they lie in the model's own data."""
+    return (
+        f"{left_out} actuals from the log left out: at or before {data_end}, inside the data the "
+        "model was trained on, whose values are kept (its history is not rewritten by the log)"
+    )

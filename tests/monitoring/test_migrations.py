@@ -78,7 +78,7 @@ def some_log(database) -> None:
     for series_id in ("s0", "s1"):
         times = START + np.arange(0, 9) * HOUR
         given = ActualValues([series_id] * 9, times, np.sin(np.arange(9.0)))
-        store_actuals(database, given, accept_unknown=True)  # hour 0 (before every forecast) as well
+        store_actuals(database, given, frequency="h")  # hour 0 (before every forecast) as well
 
 
 def figures_of(url: str) -> dict:
@@ -257,7 +257,9 @@ def test_retention_deletes_old_forecasts_with_their_resolved_steps(database):
     log = ForecastLog(database, metrics())
     for i in range(4):
         log.write_batch([record("s", 1 + i)])
-    store_actuals(database, ActualValues(["s"] * 7, START + np.arange(1, 8) * HOUR, np.ones(7)))
+    store_actuals(
+        database, ActualValues(["s"] * 7, START + np.arange(1, 8) * HOUR, np.ones(7)), frequency="h"
+    )
     with database.begin() as connection:
         connection.execute(
             forecasts.update().where(forecasts.c.id <= 2).values(logged_at=utc_now() - timedelta(days=100))

@@ -45,7 +45,9 @@ def gauge(registry: CollectorRegistry, name: str, labels: dict[str, str] | None 
 @pytest.fixture
 def logged(database):
     ForecastLog(database, metrics()).write_batch([record("s")])
-    store_actuals(database, ActualValues(["s"] * 4, START + np.arange(1, 5) * HOUR, np.ones(4)))
+    store_actuals(
+        database, ActualValues(["s"] * 4, START + np.arange(1, 5) * HOUR, np.ones(4)), frequency="h"
+    )
     return database
 
 

@@ -126,8 +126,8 @@ def test_idempotency_keys_are_forgotten_after_their_period(database):
 
 
 def test_the_same_forecast_sent_again_without_a_key_is_stored_once_and_resolved_once(database):
-    """Two requests for the same series from the same origin, by the same model version, without
-    an Idempotency-Key (a client's retry that sent none): stored twice, each actual counted twice
+    """Two requests for the same series from the same origin, by the same model version, with the
+    same values, without an Idempotency-Key (a client's retry that sent none): stored twice, each actual counted twice
     in the monitor. The repeat is counted as a duplicate; another origin, version or role is a
     forecast of its own."""
     log = ForecastLog(database, metrics())
@@ -138,7 +138,7 @@ def test_the_same_forecast_sent_again_without_a_key_is_stored_once_and_resolved_
     assert (log.health.written, log.health.duplicates) == (4, 2)
     assert sample(log, "duplicate") == 2
     times = START + np.arange(1, 3) * HOUR
-    stored = store_actuals(database, ActualValues(["s", "s"], times, np.array([1.0, 2.0])))
+    stored = store_actuals(database, ActualValues(["s", "s"], times, np.array([1.0, 2.0])), frequency="h")
     assert (
         stored.resolved_steps == 2 + 1 + 2 + 2
     )  # hours 1-2 of origin 0 (each version, role), hour 2 of origin 1
@@ -149,6 +149,21 @@ def test_the_same_forecast_sent_again_without_a_key_is_stored_once_and_resolved_
         ("champion", "2"): 2,
         ("challenger", "1"): 2,
     }
+
+
+def test_a_forecast_from_the_same_origin_with_other_values_is_stored(database):
+    """Made again from other inputs (a corrected history, other future covariates), a forecast
+    from the same origin by the same version is a forecast of its own: only the same values are
+    a repeat. The log dropped it, and its values were never scored."""
+    log = ForecastLog(database, metrics())
+    corrected = np.array([5.0, 6.0, 7.0, 8.0])
+    log.write_batch([record("s", 1, request_id="a"), record("s", 1, request_id="b", mean=corrected)])
+    log.write_batch([record("s", 1, request_id="c", mean=corrected)])  # its repeat: a duplicate
+    assert count(database) == 2
+    assert (log.health.written, log.health.duplicates) == (2, 1)
+    with database.connect() as connection:
+        stored = connection.execute(select(forecasts.c.request_id).order_by(forecasts.c.id)).scalars().all()
+    assert stored == ["a", "b"]
 
 
 def test_a_key_reused_for_another_request_is_said_not_silently_dropped(database, caplog):

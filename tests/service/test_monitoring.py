@@ -404,6 +404,9 @@ def test_actuals_of_a_series_never_forecast_are_a_422_naming_it(shared, monitore
     ) as client:
         assert client.post("/v1/predict", json=window_request()).status_code == 200
         assert client.post("/v1/actuals", json=body).json() == {"stored": 2, "resolved_steps": 1}
+        # accepting unknown series takes nothing else: off the grid or years ahead is refused still
+        strays = client.post("/v1/actuals", json=actual_body(stamps=["1990-01-30T06:00:00", "1996-06-01"]))
+    assert [p["type"] for p in strays.json()["detail"]] == ["off_grid", "beyond_forecasts"]
 
 
 @pytest.mark.parametrize(
@@ -462,28 +465,57 @@ def test_a_retried_predict_is_logged_once_and_the_same_forecast_twice_is_a_422(s
     assert several_origins.status_code == 200
 
 
-def test_actuals_no_logged_forecast_step_is_at_are_a_422_naming_each_and_nothing_is_stored(shared):
-    """Off the daily grid (stopped `forecast retrain` for good), years past every forecast (a
-    gap across years in its data), inside the model's history (replaced the value it was trained
-    on): each was stored with a 200. Now a 422 naming the series and the timestamp."""
+def test_actuals_off_the_grid_or_past_every_forecast_are_a_422_naming_each_and_nothing_is_stored(shared):
+    """Off the daily grid, inside a forecast's span or a week past it (stopped `forecast retrain`
+    for good), and years past every forecast (a gap across years in its data): a 422 naming the
+    series and the timestamp. On the grid the log takes a value a forecast reaches or not: in
+    the model's history (retrain keeps the model's own values there) or between two forecasts."""
     client, log_url = shared
     assert client.post("/v1/predict", json=window_request(series_id="strays")).status_code == 200
     before = stored_actuals(log_url)
-    sent = ["1990-01-16", "1990-01-16T13:00:00", "1995-06-01", "1985-06-01"]
+    sent = ["1990-01-16", "1990-01-16T13:00:00", "1995-06-01", "1985-06-01", "1990-01-25T13:30:00"]
     refused = client.post("/v1/actuals", json=actual_body("strays", stamps=sent))
     assert refused.status_code == 422, refused.text
     problems = refused.json()["detail"]
     assert [(p["field"], p["type"]) for p in problems] == [
         ("series[0].timestamps[1]", "off_grid"),
-        ("series[0].timestamps[2]", "not_forecast"),
-        ("series[0].timestamps[3]", "not_forecast"),
+        ("series[0].timestamps[2]", "beyond_forecasts"),
+        ("series[0].timestamps[4]", "off_grid"),
     ]
-    assert "1990-01-16T13:00:00 is off the grid of series 'strays'" in problems[0]["msg"]
-    assert "series 'strays' has a step at 1995-06-01T00:00:00" in problems[1]["msg"]
-    assert "series 'strays' has a step at 1985-06-01T00:00:00" in problems[2]["msg"]
+    assert "1990-01-16T13:00:00 is off the grid of series 'strays' (daily (D)" in problems[0]["msg"]
+    assert "nearest steps are 1990-01-16T00:00:00 and 1990-01-17T00:00:00" in problems[0]["msg"]
+    assert "1995-06-01T00:00:00 is past every forecast of series 'strays'" in problems[1]["msg"]
+    assert "nearest steps are 1990-01-25T00:00:00 and 1990-01-26T00:00:00" in problems[2]["msg"]
     assert stored_actuals(log_url) == before  # all or nothing: 1990-01-16 is not stored either
-    stored = client.post("/v1/actuals", json=actual_body("strays", stamps=sent[:1])).json()
-    assert stored == {"stored": 1, "resolved_steps": 1}
+    stored = client.post("/v1/actuals", json=actual_body("strays", stamps=[sent[0], sent[3]])).json()
+    assert stored == {"stored": 2, "resolved_steps": 1}
+    assert client.post("/v1/predict", json=window_request(10, series_id="strays")).status_code == 200
+    between = client.post("/v1/actuals", json=actual_body("strays", stamps=["1990-01-21"])).json()
+    assert between == {"stored": 1, "resolved_steps": 0}  # after the steps 01-15..18, before 01-25
+
+
+def test_many_values_off_the_grid_are_named_up_to_the_cap_and_counted(shared):
+    client, log_url = shared
+    assert client.post("/v1/predict", json=window_request(series_id="many-strays")).status_code == 200
+    sent = [f"1990-01-{day:02d}T13:00:00" for day in range(1, 26)]
+    refused = client.post("/v1/actuals", json=actual_body("many-strays", stamps=sent))
+    assert refused.status_code == 422, refused.text
+    problems = refused.json()["detail"]
+    assert [p["field"] for p in problems[:19]] == [f"series[0].timestamps[{k}]" for k in range(19)]
+    assert problems[19]["type"] == "too_many_problems" and "6 more problems" in problems[19]["msg"]
+
+
+def test_actuals_wait_for_a_model_to_know_the_grid(monitored, tmp_path):
+    """No model loaded, no frequency to check a value's time against: a 503 to retry, not a value
+    that could be off the grid stored for good."""
+    log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
+    with serving(
+        monitored, "models:/nowhere@champion", ready=False, forecast_log_url=log_url, **OPEN
+    ) as client:
+        answer = client.post("/v1/actuals", json=actual_body())
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    assert "GET /readyz" in answer.json()["detail"]
+    assert stored_actuals(log_url) == []
 
 
 def test_the_same_forecast_sent_twice_without_a_key_counts_its_actuals_once(shared):
