@@ -40,9 +40,9 @@ def window_volatility(past_target: np.ndarray, span: int, floor: np.ndarray | No
 
 def calmest_volatility(past_target: np.ndarray, span: int, scale: float | np.ndarray) -> float | None:
     """The lowest volatility of (N, L) calibration windows, in units of ``scale``: their series'
-    training standard deviation, or (N,) each window's own level for series a panel model never
-    saw (windows at level 0 say nothing there); None without windows. Below it no calibration
-    window says how large the errors get, and as the minimum it changes no calibration score."""
+    training standard deviation, or (N,) each window's whole look-back volatility for series a
+    panel model never saw; None without windows. Below it no calibration window says how large
+    the errors get, and as the minimum it changes no calibration score."""
     scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), (len(past_target),))
     usable = scales > 0
     if not usable.any():
@@ -50,10 +50,13 @@ def calmest_volatility(past_target: np.ndarray, span: int, scale: float | np.nda
     return float((window_volatility(past_target[usable], span)[:, 0] / scales[usable]).min())
 
 
-def window_level(past_target: np.ndarray) -> np.ndarray:
-    """(N, L) -> (N,) each window's mean absolute value: the only scale a window of a series
-    nobody stored a standard deviation for has, and one a flat window keeps."""
-    return np.abs(past_target).mean(axis=1)
+def lookback_volatility(past_target: np.ndarray) -> np.ndarray:
+    """(N, L) -> (N,) each window's mean absolute change over its whole look-back: the scale of a
+    window whose series has no stored standard deviation. A window whose last seasonal period is
+    flat keeps it from the steps before, and unlike the level it does not vanish for a series
+    near zero. A window constant over its whole look-back has none (nothing in it says how
+    large its errors get)."""
+    return window_volatility(past_target, past_target.shape[1] - 1)[:, 0]
 
 
 def volatility_span(lookback: int, period: int) -> int:

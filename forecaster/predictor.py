@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from forecaster.config import ForecastConfig, with_attention_layout_of_its_time
-from forecaster.conformal import interval_quantiles, volatility_span, window_level, window_volatility
+from forecaster.conformal import interval_quantiles, lookback_volatility, volatility_span, window_volatility
 from forecaster.data.calendar import calendar_feature_names, calendar_features, is_sub_daily
 from forecaster.data.clock import LEGACY
 from forecaster.data.frequency import seasonal_period, steps_after
@@ -97,8 +97,8 @@ class Predictor:
         # the calmest calibration window's volatility over its series' scale (None: saved before it
         # was kept, and those models keep their intervals as they were)
         self.volatility_floor: float | None = None
-        # a panel model's, for a series it never saw: the same over each window's level
-        self.level_volatility_floor: float | None = None
+        # a panel model's, for a series it never saw: the same over each window's look-back volatility
+        self.unseen_volatility_floor: float | None = None
         self.future_scaler: StandardScaler | None = None  # future covariates, fitted on train rows
         self.series_scalers: dict[str, StandardScaler] = {}  # a panel's, by series id
         self.clock = LEGACY  # forecaster.data.clock: the training timestamps' wall clock
@@ -252,16 +252,17 @@ class Predictor:
     ) -> np.ndarray | None:
         """(N,) the least volatility each window's interval is scaled by, raw units: the calmest
         calibration window's, over the series' training standard deviation where the model stored
-        one, else (a panel's series it never saw) over the window's own level, which a flat
-        window keeps while its standard deviation goes to 0. None: a model saved before."""
+        one, else (a panel's series it never saw) over the window's whole look-back volatility,
+        which a recent flat stretch keeps while its standard deviation goes to 0. None: a model
+        saved before."""
         if self.volatility_floor is None:
             return None
         floors = self.volatility_floor * np.asarray(spread[:, 0, 0], dtype=np.float64)
-        if self.is_panel and self.level_volatility_floor is not None:
+        if self.is_panel and self.unseen_volatility_floor is not None:
             ids = series_ids or [None] * len(past)
             unseen = np.array([key is None or key not in self.series_scalers for key in ids])
-            by_level = self.level_volatility_floor * window_level(past[:, :, 0])
-            floors = np.where(unseen, by_level, floors)
+            by_lookback = self.unseen_volatility_floor * lookback_volatility(past[:, :, 0])
+            floors = np.where(unseen, by_lookback, floors)
         return floors
 
     def _quantiles(
@@ -407,7 +408,7 @@ class Predictor:
             "frequency": self.frequency,
             "conformal": {str(level): width.tolist() for level, width in self.conformal.items()},
             "volatility_floor": self.volatility_floor,
-            "level_volatility_floor": self.level_volatility_floor,
+            "unseen_volatility_floor": self.unseen_volatility_floor,
             "future_scaler": None if self.future_scaler is None else self.future_scaler.to_dict(),
             "series_scalers": {key: scaler.to_dict() for key, scaler in self.series_scalers.items()},
             "clock": self.clock,
@@ -442,7 +443,7 @@ class Predictor:
         )
         predictor.conformal = {float(k): np.asarray(v) for k, v in meta.get("conformal", {}).items()}
         predictor.volatility_floor = meta.get("volatility_floor")
-        predictor.level_volatility_floor = meta.get("level_volatility_floor")
+        predictor.unseen_volatility_floor = meta.get("unseen_volatility_floor")
         if meta.get("future_scaler"):
             predictor.future_scaler = StandardScaler.from_dict(meta["future_scaler"])
         predictor.series_scalers = {

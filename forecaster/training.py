@@ -22,7 +22,7 @@ from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from forecaster.averaging import AveragedWeights
 from forecaster.checkpoints import LAST, EpochCheckpoint, Publish
 from forecaster.config import ForecastConfig
-from forecaster.conformal import calmest_volatility, conformal_scores, window_level
+from forecaster.conformal import calmest_volatility, conformal_scores, lookback_volatility
 from forecaster.data.datamodule import ForecastDataModule, Prepared, PreparedPanel
 from forecaster.data.frequency import seasonal_period
 from forecaster.data.scaling import StandardScaler
@@ -120,9 +120,9 @@ def calibrate_conformal(predictor: Predictor, prepared: Prepared, levels: list[f
         selection.actual, selection.forecasts[MODEL], selection.past_target, levels, predictor.volatility_span
     )
     predictor.volatility_floor = calmest_of(predictor, selection)
-    if predictor.is_panel:  # a series it never saw has no stored scale: its window's level is one
-        predictor.level_volatility_floor = calmest_volatility(
-            selection.past_target, predictor.volatility_span, window_level(selection.past_target)
+    if predictor.is_panel:  # a series it never saw has no stored scale: its look-back's volatility
+        predictor.unseen_volatility_floor = calmest_volatility(
+            selection.past_target, predictor.volatility_span, lookback_volatility(selection.past_target)
         )
 
 

@@ -6,8 +6,8 @@ from forecaster.conformal import (
     conformal_scores,
     coverage,
     interval_quantiles,
+    lookback_volatility,
     volatility_span,
-    window_level,
     window_volatility,
 )
 
@@ -61,10 +61,11 @@ def test_a_flat_window_gets_the_calmest_calibration_windows_volatility_not_zero(
     assert calmest_volatility(past[:0], span=10, scale=2.0) is None
 
 
-def test_over_each_windows_level_windows_at_level_zero_say_nothing():
-    past = np.array([[0.0, 0.0, 0.0, 0.0], [10.0, 11.0, 10.0, 11.0], [100.0, 101.0, 100.0, 100.0]])
-    levels = window_level(past)
-    np.testing.assert_allclose(levels, [0.0, 10.5, 100.25])
-    # volatilities over span 2: 0 (level 0: left out), 1.0, 0.5 -> the calmest over level: 0.5 / 100.25
-    assert calmest_volatility(past, span=2, scale=levels) == pytest.approx(0.5 / 100.25)
-    assert calmest_volatility(past[:1], span=2, scale=levels[:1]) is None
+def test_a_window_of_an_unseen_series_is_scaled_by_its_whole_look_back():
+    past = np.array([[0.0, 2.0, 0.0, 0.0, 0.0], [-1.0, 1.0, -1.0, 1.0, -1.0], [3.0, 3.0, 3.0, 3.0, 3.0]])
+    whole = lookback_volatility(past)
+    # the first is flat over its last 2 steps but not before; near zero, the level would be ~0
+    np.testing.assert_allclose(whole[:2], [1.0, 2.0])
+    assert whole[2] < 1e-5  # constant throughout: nothing in it gives a scale
+    recent = window_volatility(past[:2], span=2)[:, 0]  # its floor depends on the windows given
+    assert calmest_volatility(past[:2], span=2, scale=whole[:2]) == pytest.approx(min(recent / whole[:2]))

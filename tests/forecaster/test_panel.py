@@ -170,13 +170,14 @@ def test_a_panel_model_forecasts_any_series_from_its_own_window(tmp_path):
     # a series it never saw, at another level and scale: the same forecast, in its own units
     unseen = predictor.predict(1000.0 * past - 7.0).mean
     np.testing.assert_allclose(unseen, 1000.0 * own - 7.0, rtol=1e-4, atol=1e-3 * np.abs(1000 * past).max())
-    # a stuck sensor: a flat window's 80% interval is the calmest calibration window's, over b's
-    # stored scale for b, over the window's level for a series it never saw (whose own standard
-    # deviation is 0), not a 1e-6 sliver
-    flat = np.full((1, 24), 5000.0)
+    # a stuck sensor: a window flat over its last season has the calmest calibration window's
+    # interval, over b's stored scale for b, over the window's whole look-back volatility for a
+    # series it never saw, not a 1e-6 sliver
+    flat = 1000.0 * past[:1].copy() - 7.0
+    flat[0, -13:] = flat[0, -13]  # the last 12 changes (one season of the daily sine) are 0
     for ids, floor in (
         (["b"], predictor.volatility_floor * predictor.series_scalers["b"].std[0]),
-        (None, predictor.level_volatility_floor * 5000.0),
+        (None, predictor.unseen_volatility_floor * np.abs(np.diff(flat[0])).mean()),
     ):
         bounds = predictor.predict(flat, series_ids=ids).quantiles
         np.testing.assert_allclose(
