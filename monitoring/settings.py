@@ -50,9 +50,10 @@ class MonitoringSettings(BaseSettings):
     )
     actuals_accept_unknown_series: bool = Field(
         False,
-        description="store actuals of a series the log holds no forecast of (off: 422 naming it); it "
-        "accepts unknown series only: a value off the model's grid, or more than a horizon past the "
-        "series' latest forecast, is refused either way",
+        description="store actuals of a series the log holds no forecast of (off: 422 naming it); such a "
+        "series' grid is anchored on its latest stored actual, else on its first value sent, and a value "
+        "off that grid, or later than now plus a step, is refused (as a value off the model's grid, in "
+        "the future or more than a horizon past the latest forecast of a known series is)",
     )
 
     # -- the monitor (monitoring/monitor.py, monitoring/snapshot.py) ------------------------------

@@ -9,8 +9,9 @@ already known, one transaction per batch.
 Nothing is lost without a word: every forecast handed over ends counted in
 ``forecast_log_records_total`` as written, dropped (queue full), failed (the database refused, or
 the SQLite file was deleted or replaced under the service), duplicate (a retry of a logged
-Idempotency-Key) or abandoned (still queued when shutdown's drain budget ran out, with a log
-line). A record the database refuses for its own content fails alone, not its batch."""
+Idempotency-Key, or a forecast the log holds already, to float32's precision) or abandoned (still
+queued when shutdown's drain budget ran out, with a log line). A record the database refuses
+for its own content fails alone, not its batch."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import queue
 import time
 from datetime import timedelta
 
+import numpy as np
 from sqlalchemy import Connection, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -33,7 +35,7 @@ from monitoring.queue_worker import QueueWorker
 from monitoring.records import FORECAST_COLUMNS, ForecastRecord, batch_rows, utc_now
 from monitoring.resolution import as_datetime, chunks, lock_series, resolve_new_forecasts
 from monitoring.retention import prune
-from monitoring.schema import forecasts, idempotency_keys
+from monitoring.schema import STEP_ARRAYS, forecasts, idempotency_keys
 
 log = logging.getLogger("monitoring.writer")
 
@@ -62,36 +64,56 @@ def database_error(exc: BaseException) -> bool:
 
 
 FORECAST_AT = FORECAST_COLUMNS.index("forecast")  # where a row holds its forecast's bytes
+# two forecasts are the same within float32's precision: the service batches concurrent requests
+# into one forward pass, and a row's output differs by ~1e-7 relative between batch sizes
+SAME_RTOL = 1e-5
+SAME_ATOL = 1e-6  # of the forecasts' magnitude: for values near 0 in a series far from it
 
 
 def not_logged_yet(connection: Connection, rows: list[tuple]) -> list[tuple]:
     """``rows`` (FORECAST_COLUMNS) less those whose very forecast the log already holds, or holds
     earlier in the batch: the same model version's forecast of a series from the same origin
-    with the same values, sent again without an Idempotency-Key. Stored twice, each of its
-    actuals would count twice in the monitor. A forecast from the same origin with other values
-    was made from other inputs (a corrected history, other future covariates): it is a forecast
-    of its own, and stored. One query through the (series_id, last_target) index per batch: a
-    repeat has its original's last target. Called with the batch's series locked (PostgreSQL),
-    so two replicas cannot both store one."""
+    with the same values (``same_forecast``), sent again without an Idempotency-Key. Stored
+    twice, each of its actuals would count twice in the monitor. A forecast from the same origin
+    with other values was made from other inputs (a corrected history, other future covariates):
+    it is a forecast of its own, and stored. One query through the (series_id, last_target) index
+    per batch: a repeat has its original's last target. Called with the batch's series locked
+    (PostgreSQL), so two replicas cannot both store one."""
     if not rows:
         return rows
     series_ids = sorted({row[1] for row in rows})
     lasts = [as_datetime(row[7]) for row in rows]
     f = forecasts
-    held: set[tuple] = set()
+    held: dict[tuple, list[np.ndarray]] = {}
     for some in chunks(series_ids):
         query = select(
             f.c.role, f.c.model_name, f.c.model_version, f.c.series_id, f.c.origin, f.c.forecast
         ).where(f.c.series_id.in_(some), f.c.last_target >= min(lasts), f.c.last_target <= max(lasts))
-        held |= {(*found[:5], bytes(found[5])) for found in connection.execute(query)}
+        for found in connection.execute(query):
+            key = (*found[:4], as_datetime(found[4]))
+            held.setdefault(key, []).append(forecast_values(found[5]))
     kept = []
     for row in rows:
-        # role, model, version, series, origin, and the forecast's bytes
-        key = (row[2], row[3], row[4], row[1], as_datetime(row[6]), bytes(row[FORECAST_AT]))
-        if key not in held:
-            held.add(key)
+        key = (row[2], row[3], row[4], row[1], as_datetime(row[6]))  # role, model, version, series, origin
+        values = forecast_values(row[FORECAST_AT])
+        if not any(same_forecast(values, other) for other in held.get(key, [])):
+            held.setdefault(key, []).append(values)
             kept.append(row)
     return kept
+
+
+def forecast_values(blob: bytes) -> np.ndarray:
+    return np.frombuffer(bytes(blob), dtype=STEP_ARRAYS["forecast"])
+
+
+def same_forecast(one: np.ndarray, other: np.ndarray) -> bool:
+    """Equal to float32's precision (NaN equal to NaN): bytes equality stored a retry twice when
+    it landed in a batch of another size. ``SAME_ATOL`` scales with the forecasts' magnitude."""
+    if one.shape != other.shape:
+        return False
+    both = np.abs(np.concatenate([one, other]))
+    scale = float(both[np.isfinite(both)].max(initial=0.0))
+    return bool(np.allclose(one, other, rtol=SAME_RTOL, atol=SAME_ATOL * scale, equal_nan=True))
 
 
 class LogHealth:

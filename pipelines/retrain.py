@@ -2,14 +2,22 @@
 actuals in the forecast log, and register the result through the promotion gate.
 
 The extended series: the model's own data, extended with every actual the log holds for the
-series after that data's last timestamp (a gap between the two is filled as the model's fill
-policy fills one). The log takes an actual at any step of the series' grid up to a horizon past
-its latest forecast (monitoring/grid.py), so some may lie inside the model's data: a value posted
-for a day the model was trained on, a test or a replay of its history. Those do not replace the
-model's values: what it was trained on is its history, and one actual posted over it (1985-06-01
-as 99 degrees) would change a model silently; retrain leaves them out and says how many. It is
-written to a CSV under ``--data-dir`` and kept there: the new version's config points at it, and
-the promotion gate reloads a model's data to know what it was fitted on.
+series after that data's last timestamp and on the model's grid from it. A gap between the two
+(the days between the data's end and the first actual, a day no actual was posted for) is left
+to the model's fill policy (``data.fill``), as in training: interpolated or carried forward; a
+model trained without one refuses the extended data in its training run, the gap named ("N
+missing 'D' step(s), first at ..."): post the missing actuals, or retrain with
+``--set data.fill=interpolate``. The log takes an actual at any step of the series' grid up to
+a horizon past its latest forecast (monitoring/grid.py), and at a step of any logged forecast of
+the series (another model's, another frequency's), so some may lie inside the model's data (a
+value posted for a day the model was trained on, a test or a replay of its history) or off its
+grid. Neither is taken: what the model was trained on is its history, and one actual posted over
+it (1985-06-01 as 99 degrees) would change a model silently; retrain says how many it left out,
+and how many of those differ from the model's value there (corrections, which retrain does not
+take: `forecast train` on a corrected file does). It is written to a CSV under ``--data-dir``
+and kept there: the new version's config points at it, and the promotion gate reloads a model's
+data to know what it was fitted on. Actuals that all lie inside the model's data leave nothing
+to retrain on: said, and not an error (a cron's `forecast retrain --if-degraded` succeeds).
 
 With ``--if-degraded`` nothing is trained unless the monitor's status of the version the alias
 points at is ``degraded`` (thresholds from the settings: MONITOR_*)."""
@@ -21,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import Connection, select
 
@@ -33,6 +42,7 @@ from forecaster.pyfunc import load_predictor
 from infra.redaction import redact
 from monitoring.actuals import observed
 from monitoring.database import open_for_reading
+from monitoring.grid import Grid
 from monitoring.schema import forecasts
 from monitoring.settings import MonitoringSettings
 from pipelines.config import RunConfig, apply_override
@@ -52,7 +62,10 @@ class Retraining:
     rows: int | None = None
     actuals: int | None = None
     left_out: int | None = None  # actuals at or before the model's data's end (not taken)
+    corrections: int | None = None  # of those, how many differ from the model's value there
+    off_grid: int | None = None  # actuals after it but off the model's grid (not taken)
     data_end: str | None = None  # that end, ISO 8601
+    note: str | None = None  # why nothing was retrained, when the monitor did not decide it
     outcome: TrainingOutcome | None = field(default=None, repr=False)
 
     def as_json(self) -> dict[str, Any]:
@@ -81,19 +94,57 @@ def latest_actuals(connection: Connection, series_id: str) -> pd.Series:
     return latest
 
 
-def extended_series(original: pd.Series, latest: pd.Series) -> tuple[pd.Series, int]:
-    """``original`` extended with the actuals of ``latest`` after its last timestamp, and how many
-    actuals were left out for lying at or before it (the model's history keeps its values)."""
+@dataclass
+class Extension:
+    """The model's data extended with the log's actuals, and what was left out of it."""
+
+    series: pd.Series
+    taken: int  # actuals after the data's end, on its grid
+    left_out: int  # actuals at or before the data's end: the model's values stand
+    corrections: int  # of those, the ones that differ from the model's value there
+    off_grid: int  # actuals after the end, off the model's grid (another model's forecast steps)
+
+    @property
+    def nothing_new(self) -> bool:
+        return self.taken == 0
+
+
+def extended_series(original: pd.Series, latest: pd.Series, frequency: str | None = None) -> Extension:
+    """``original`` extended with the actuals of ``latest`` after its last timestamp (on the
+    ``frequency`` grid from it, when given). Actuals at or before it are left out (the model's
+    history keeps its values), and counted, with how many of them differ from the model's value
+    at their time (or fall where its data has none): corrections retrain does not take."""
     end = original.index.max()
+    inside = latest[latest.index <= end]
     newer = latest[latest.index > end]
-    left_out = len(latest) - len(newer)
-    if newer.empty:
-        raise ConfigError(
-            f"every one of the {len(latest)} actuals in the forecast log is at or before {end.isoformat()}, "
-            "where the model's own data ends: there is nothing new to retrain on (actuals inside the "
-            "data the model was trained on do not replace it)"
-        )
-    return pd.concat([original, newer]).sort_index(), left_out
+    off = np.zeros(len(newer), bool)
+    if frequency is not None and len(newer):
+        times = newer.index.to_numpy().astype("datetime64[us]")
+        off = Grid(frequency).off(times, np.full(len(times), np.datetime64(end, "us")))
+    kept = newer[~off]
+    extended = pd.concat([original, kept]).sort_index() if len(kept) else original
+    return Extension(extended, len(kept), len(inside), corrections(original, inside), int(off.sum()))
+
+
+def corrections(original: pd.Series, inside: pd.Series) -> int:
+    """How many of ``inside`` (actuals within the model's data) differ from its values there."""
+    held = original[~original.index.duplicated()].reindex(inside.index).to_numpy(dtype=float)
+    given = inside.to_numpy(dtype=float)
+    return int((~np.isclose(given, held, rtol=1e-9, atol=0.0)).sum())
+
+
+def nothing_new(result: Retraining, latest: pd.Series, end: pd.Timestamp, extension: Extension) -> Retraining:
+    """The result when every actual lies inside the model's data (or off its grid): nothing to
+    retrain on, said, not raised (a cron's `forecast retrain --if-degraded` must not fail)."""
+    result.left_out, result.corrections = extension.left_out, extension.corrections
+    result.off_grid, result.data_end = extension.off_grid, end.isoformat()
+    result.note = (
+        f"nothing new to retrain on: every one of the {len(latest)} actuals in the forecast log is at or "
+        f"before {end.isoformat()}, where the model's own data ends"
+        + (", or off its grid" if extension.off_grid else "")
+        + " (actuals inside the data the model was trained on do not replace it)"
+    )
+    return result
 
 
 def retrain(
@@ -135,7 +186,11 @@ def retrain(
     if not isinstance(loaded, LoadedSeries):  # a panel: its series are not extended one by one here
         raise ConfigError(f"{model_uri}: a panel model is retrained with `forecast train` on its file")
     target = loaded.target
-    extended, left_out = extended_series(loaded.frame[target], latest)
+    extension = extended_series(loaded.frame[target], latest, predictor.frequency)
+    end = loaded.frame.index.max()
+    if extension.nothing_new:
+        return nothing_new(result, latest, end, extension)
+    extended = extension.series
     path = write_series(extended, target, Path(data_dir), f"{resolved.name}-v{resolved.version}-{series_id}")
     config = retrain_config(predictor.config.model_dump(mode="json"), path, target, predictor.frequency)
     config["data"]["timezone"] = predictor.clock  # the written times are wall times on it: keep it
@@ -143,8 +198,9 @@ def retrain(
         config, split, overrides, resolved.name, alias["alias"], allow_worse_than_naive
     )
     result.retrained = True
-    result.data_path, result.rows, result.actuals = str(path), len(extended), len(latest) - left_out
-    result.left_out, result.data_end = left_out, loaded.frame.index.max().isoformat()
+    result.data_path, result.rows, result.actuals = str(path), len(extended), extension.taken
+    result.left_out, result.corrections = extension.left_out, extension.corrections
+    result.off_grid, result.data_end = extension.off_grid, end.isoformat()
     result.outcome = run_training(run_config, tracking_uri, quiet=quiet)
     return result
 

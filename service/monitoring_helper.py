@@ -17,7 +17,14 @@ from functools import lru_cache
 from typing import Any
 
 from infra.helper_process import HelperProcess
-from monitoring.actuals import ActualValues, StoredActuals, StrayActuals, UnknownSeries, store_actuals
+from monitoring.actuals import (
+    ActualValues,
+    Served,
+    StoredActuals,
+    StrayActuals,
+    UnknownSeries,
+    store_actuals,
+)
 from monitoring.database import LogDatabase, LogUnavailable, first_line
 from monitoring.monitor import monitor
 from monitoring.scoring import Thresholds
@@ -40,9 +47,23 @@ def read_monitor(
         raise portable(exc) from None
 
 
-def store(url: str, given: ActualValues, accept_unknown: bool, frequency: str, named: int) -> StoredActuals:
+def store(
+    url: str,
+    given: ActualValues,
+    accept_unknown: bool,
+    served: Served,
+    named: int,
+) -> StoredActuals:
     try:
-        return store_actuals(database(url), given, accept_unknown, frequency=frequency, named=named)
+        return store_actuals(
+            database(url),
+            given,
+            accept_unknown,
+            frequency=served.frequency,
+            model=served.model,
+            now=served.now,
+            named=named,
+        )
     except (UnknownSeries, StrayActuals):  # the request's own: answered as 422s
         raise
     except Exception as exc:

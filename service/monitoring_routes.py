@@ -17,8 +17,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from forecaster.data.clock import now_on_clock
 from infra.redaction import redact
-from monitoring.actuals import StrayActuals, UnknownSeries
+from monitoring.actuals import Served, StrayActuals, UnknownSeries
 from monitoring.scoring import Thresholds
 from service.actuals import parse_in_worker
 from service.dependencies import ConfiguredLog, Helper, Parser, Settings, Store, configured_log
@@ -32,7 +33,7 @@ from service.envelope import (
     read_body,
     unavailable,
 )
-from service.model_store import ModelStore
+from service.model_store import LoadedModel, ModelStore
 from service.monitoring_helper import read_monitor, store
 from service.parsing import MAX_PROBLEMS, ProblemItem, RequestProblems
 from service.schemas import ActualsStored, Message
@@ -97,16 +98,17 @@ async def post_actuals(
     timestamp). Idempotent: a value sent twice is stored once; a new value for a stored time
     replaces it (a correction). Values of a series the log never forecast are refused unless
     ACTUALS_ACCEPT_UNKNOWN_SERIES is set; values off the series' grid at the served model's
-    frequency, or more than a horizon past its latest forecast, always. A bad request stores
+    frequency, more than a horizon past its latest forecast, or in the future, always. A bad request stores
     nothing (422 naming the field)."""
     check_json(headers_of(request.scope))
     try:
         body = await read_body(request.receive, settings.max_body_bytes, settings.body_timeout_s)
     except ClientGone:
         return Response(status_code=CLIENT_GONE)  # nobody reads it
-    parse = functools.partial(parse_in_worker, clock=serving_clock(served))
+    model = served.current  # once: the clock, the grid and the anchor must be the same model's
+    parse = functools.partial(parse_in_worker, clock=None if model is None else model.predictor.clock)
     given, where = await parse_body(parser, body, parse, fewer="values")
-    frequency = serving_frequency(served)
+    serving = served_for_actuals(model)
     await asyncio.to_thread(forecast_log.written_through, ACTUALS_WAIT_S)
     try:
         forecast_log.database.check_file()
@@ -115,7 +117,7 @@ async def post_actuals(
             forecast_log.database.url,
             given,
             settings.actuals_accept_unknown_series,
-            frequency,
+            serving,
             MAX_PROBLEMS,
         )
     except UnknownSeries as exc:
@@ -132,25 +134,21 @@ async def post_actuals(
     return ActualsStored(stored=stored.stored, resolved_steps=stored.resolved_steps)
 
 
-def serving_clock(store: ModelStore) -> str | None:
-    """The clock actuals' zone-aware timestamps are put on, so they meet the forecast steps: the
-    served model's training clock (forecaster.data.clock); None before one is loaded."""
-    model = store.current
-    return None if model is None else model.predictor.clock
-
-
-def serving_frequency(store: ModelStore) -> str:
-    """The grid actuals are checked against: the served model's frequency. Before a model is
-    loaded there is none, and a value off the grid would stop `forecast retrain` for good: a 503
-    until /readyz is ready (as zone-aware timestamps wait for its clock)."""
-    model = store.current
+def served_for_actuals(model: LoadedModel | None) -> Served:
+    """What actuals are checked against, from the model the request was parsed for: its
+    frequency (the grid), its (name, version) (whose forecasts anchor the grid) and the time now
+    on its clock (no value may be later than a step past it). Before a model is loaded there is
+    no grid, and a value off it would stop `forecast retrain` for good: a 503 until /readyz is
+    ready (as zone-aware timestamps wait for its clock)."""
     if model is None:
         raise unavailable(
             "no model is loaded yet, and actuals are checked against its frequency: retry once "
             "GET /readyz answers 200; nothing was stored",
             retry_after=5,
         )
-    return model.predictor.frequency
+    predictor = model.predictor
+    name, version, _ = model.ref.logged_as
+    return Served(predictor.frequency, (name, version), now_on_clock(predictor.clock))
 
 
 def unknown_series(series_id: str, index: int) -> ProblemItem:

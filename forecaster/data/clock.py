@@ -21,7 +21,7 @@ to it), the service reads requests and actuals on it."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
@@ -98,6 +98,22 @@ def stamp_on_clock(stamp: datetime, clock: str) -> datetime | None:
         return stamp.astimezone(zone).replace(tzinfo=None)
     except (OverflowError, ValueError):
         return None
+
+
+# the furthest any zone's wall time is ahead of UTC (Kiribati, UTC+14): on the local clock, whose
+# zone nobody named, the latest the time can be anywhere
+AHEAD_OF_UTC = timedelta(hours=14)
+
+
+def now_on_clock(clock: str) -> datetime:
+    """The time now as a wall time on ``clock``, naive (what request timestamps are put on). On
+    the local clock no zone is known: the latest wall time anywhere, so that nothing observed
+    already is taken for the future."""
+    now = datetime.now(UTC)
+    if clock == LOCAL:
+        return (now + AHEAD_OF_UTC).replace(tzinfo=None)
+    zone = UTC if clock == UTC_CLOCK else ZoneInfo(clock)
+    return now.astimezone(zone).replace(tzinfo=None)
 
 
 def instants_on_clock(instants: np.ndarray, clock: str) -> np.ndarray:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from pipelines.commands.common import (
 )
 from pipelines.commands.reports import report_training
 from pipelines.config import COMMAND_DEFAULTS as DEFAULTS
+
+if TYPE_CHECKING:
+    from pipelines.retrain import Retraining
 
 
 @user_errors
@@ -109,23 +112,44 @@ def retrain(
         f" ({reasons})" if reasons else ""
     )
     if not result.retrained:
-        console.print(f"{status}; not retrained")
+        console.print(f"{status}; not retrained" + (f": {result.note}" if result.note else ""))
     else:
         console.print(status)
         console.print(
             f"retrained on {result.rows} rows ({result.actuals} actuals from the log), "
             f"written to {result.data_path}"
         )
-        if result.left_out:
-            console.print(left_out_line(result.left_out, result.data_end))
+    for line in left_out_lines(result):
+        console.print(line)
+    if result.retrained:
         report_training(result.outcome, result.model_uri.rsplit("@", 1)[1], as_json=False)
     if as_json:
         print_json(result.as_json())
 
 
-def left_out_line(left_out: int, data_end: str | None) -> str:
+def left_out_lines(result: Retraining) -> list[str]:
+    """Why some actuals did not go into the retrain: inside the model's own data (the corrections
+    among them said apart, with how to train on them), or off its grid."""
+    lines = []
+    if result.left_out:
+        lines.append(left_out_line(result.left_out, result.data_end, result.corrections or 0))
+    if result.off_grid:
+        lines.append(
+            f"{result.off_grid} actuals after {result.data_end} left out: off the model's grid (steps "
+            "of another model's forecasts, which they score)"
+        )
+    return lines
+
+
+def left_out_line(left_out: int, data_end: str | None, corrections: int = 0) -> str:
     """Why some actuals did not go into the retrain: they lie in the model's own data."""
-    return (
+    line = (
         f"{left_out} actuals from the log left out: at or before {data_end}, inside the data the "
         "model was trained on, whose values are kept (its history is not rewritten by the log)"
     )
+    if corrections:
+        line += (
+            f"; {corrections} of them differ from the model's value there: corrections are not "
+            "taken by retrain; to train on corrected data, correct the file and run `forecast train` on it"
+        )
+    return line

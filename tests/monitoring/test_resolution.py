@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 import monitoring.resolution as resolution
 from monitoring.actuals import ActualValues, StrayActuals, UnknownSeries, store_actuals
 from monitoring.monitor import COLUMNS, finite, monitor, summarise, window_steps
-from monitoring.records import expand_steps, records_frame
+from monitoring.records import ForecastRecord, expand_steps, records_frame
 from monitoring.schema import actuals, forecasts, resolved_steps
 from monitoring.scoring import Thresholds
 from monitoring.writer import ForecastLog
@@ -156,11 +156,25 @@ def test_an_actual_more_than_a_horizon_past_the_latest_forecast_is_refused(datab
     assert stored_count(database) == 0
 
 
-def test_a_series_never_forecast_is_judged_only_where_no_anchor_is_needed(database):
+def test_a_series_never_forecast_is_anchored_on_its_first_value_then_on_its_stored_actuals(database):
     """Accepted unknown series (a backfill posted before its forecasts) have no logged step to
-    anchor the grid: an hourly series' phase cannot be told, a business-day series' weekend can."""
+    anchor the grid: an hourly series' phase went unchecked and 02:30 was stored beside 01:00,
+    stopping `forecast retrain` for good. Anchored on the first value sent, then on the latest
+    stored actual, every value of the series shares one phase; a business-day series' weekend is
+    refused as before."""
     hourly = ActualValues(["new"] * 2, minutes(1, 2.5), np.ones(2))
-    assert store_actuals(database, hourly, accept_unknown=True, frequency="h").stored == 2
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, hourly, accept_unknown=True, frequency="h")
+    (stray,) = refused.value.strays
+    assert (stray.position, stray.kind) == (1, "off_grid")
+    assert "through its first value sent 2024-01-01T01:00:00" in stray.why
+    first = ActualValues(["new"], hourly.time[:1], np.ones(1))
+    assert store_actuals(database, first, accept_unknown=True, frequency="h").stored == 1
+    later = ActualValues(["new"] * 2, minutes(5, 3.5), np.ones(2))  # 05:00 first: the stored 01:00 anchors
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, later, accept_unknown=True, frequency="h")
+    (stray,) = refused.value.strays
+    assert stray.position == 1 and "through its stored actual 2024-01-01T01:00:00" in stray.why
     saturday = np.datetime64("2024-01-06T00:00", "us")
     days = ActualValues(["other"] * 2, np.array([saturday - 24 * HOUR, saturday]), np.ones(2))
     with pytest.raises(StrayActuals) as refused:
@@ -168,6 +182,98 @@ def test_a_series_never_forecast_is_judged_only_where_no_anchor_is_needed(databa
     (stray,) = refused.value.strays
     assert stray.position == 1
     assert "nearest steps are 2024-01-05T00:00:00 and 2024-01-08T00:00:00" in stray.why
+    assert stored_count(database) == 1
+
+
+def test_a_value_later_than_now_plus_a_step_is_refused_as_in_the_future(database):
+    """A series never forecast had no limit at all (no forecast to be a horizon past): 2030 was
+    stored in 2024. Now on the model's clock plus one step is the latest taken, forecast or not."""
+    writer(database).write_batch([record("s", first_target=5)])  # steps at hours 5-8: past "now"
+    now = START + 6 * HOUR  # hour 6: its forecast reaches hour 12, now + a step is hour 7
+    given = ActualValues(["s", "s", "new", "new"], minutes(7, 8, 7, 24 * 365 * 6), np.ones(4))
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, given, accept_unknown=True, frequency="h", now=now.astype(object))
+    assert [(stray.position, stray.kind) for stray in refused.value.strays] == [
+        (1, "in_future"),
+        (3, "in_future"),
+    ]
+    assert (
+        "is in the future: it is now 2024-01-01T06:00:00 on the model's clock" in refused.value.strays[0].why
+    )
+    assert stored_count(database) == 0
+    kept = ActualValues(["s", "new"], minutes(7, 7), np.ones(2))
+    assert (
+        store_actuals(database, kept, accept_unknown=True, frequency="h", now=now.astype(object)).stored == 2
+    )
+
+
+def daily_record(first_day: int, horizon: int = 3, version: str = "2") -> ForecastRecord:
+    """A daily forecast by ``version`` of series "s", its steps at midnight, the first
+    ``first_day`` days after START."""
+    days = START + (first_day + np.arange(horizon)) * 24 * HOUR
+    return ForecastRecord(
+        "daily", "champion", "m", version, "champion", "D", ["s"], np.arange(48.0)[None, :], [days],
+        np.arange(float(horizon))[None, :], {}, [],
+    )  # fmt: skip
+
+
+def test_the_grid_is_anchored_on_the_served_model_versions_own_forecasts(database):
+    """A daily champion (version 2) logged steps at midnight, and an hourly forecast of version 1
+    ended at 23:00, later: the grid was anchored on the latest step of any model, 23:00, so the
+    champion's own midnight (one of its logged steps) was refused as off the 'D' grid, and the
+    message advised 23:00 stamps. Anchored on version 2's forecasts, midnights are on it; a value
+    at a step of version 1's forecast is never refused as off the grid (it scores that forecast);
+    13:00 is, with the midnights either side named."""
+    log = writer(database)
+    log.write_batch([daily_record(first_day=1)])  # midnights of days 1-3
+    log.write_batch([record("s", first_target=24 * 3 + 20, version="1")])  # hours 20-23 of day 3
+    served = {"frequency": "D", "model": ("m", "2")}
+    midnights = ActualValues(["s"] * 3, minutes(24 * 2, 24 * 3, 24 * 3 + 23), np.ones(3))
+    assert store_actuals(database, midnights, **served).stored == 3  # 23:00: version 1's step
+    afternoon = ActualValues(["s"], minutes(24 * 3 + 13), np.ones(1))
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, afternoon, **served)
+    (stray,) = refused.value.strays
+    assert "through its forecast step 2024-01-04T00:00:00" in stray.why
+    assert "nearest steps are 2024-01-04T00:00:00 and 2024-01-05T00:00:00" in stray.why
+    # a version never forecast (3) is anchored on its name's newest, the hourly forecast: midnight
+    # is on the hourly grid too, 13:30 is not
+    odd = ActualValues(["s"] * 2, minutes(24 * 4, 24 * 3 + 13.5), np.ones(2))
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, odd, frequency="h", model=("m", "3"))
+    assert [stray.position for stray in refused.value.strays] == [1]
+    assert "through its forecast step 2024-01-04T23:00:00" in refused.value.strays[0].why
+
+
+def test_the_anchor_falls_back_from_the_version_to_its_name_then_to_any_model():
+    from monitoring.actuals import pick
+
+    rows = [("m", "1", ("2024-01-03", 4)), ("m", "2", ("2024-01-02", 3)), ("other", "9", ("2024-01-09", 24))]
+    assert pick(rows, ("m", "2")) == (("2024-01-02", 3), True)
+    assert pick(rows, ("m", "5")) == (("2024-01-03", 4), False)
+    assert pick(rows, ("new", "1")) == (("2024-01-09", 24), False)
+    assert pick(rows, None) == (("2024-01-09", 24), False)
+
+
+def test_on_sqlite_the_checks_read_inside_the_write_transaction(database, monkeypatch):
+    """pysqlite issues no BEGIN before a SELECT: the reads that judge the values ran outside the
+    transaction their upsert then opened, so a forecast committed between the two went unseen."""
+    import monitoring.actuals as module
+
+    writer(database).write_batch([record("s", first_target=1)])
+    inside: list[bool] = []
+    original = module.reach_of
+
+    def watched(connection, *args):
+        if connection.dialect.name == "sqlite":
+            inside.append(connection.connection.driver_connection.in_transaction)
+        else:  # PostgreSQL: a transaction from the first statement on
+            inside.append(True)
+        return original(connection, *args)
+
+    monkeypatch.setattr(module, "reach_of", watched)
+    post(database, "s", [1])
+    assert inside == [True]
 
 
 def test_refusing_the_values_of_many_series_is_one_pass_naming_the_first_few(database, monkeypatch):

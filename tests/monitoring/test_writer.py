@@ -166,6 +166,24 @@ def test_a_forecast_from_the_same_origin_with_other_values_is_stored(database):
     assert stored == ["a", "b"]
 
 
+def test_the_same_forecast_from_a_batch_of_another_size_is_a_duplicate(database):
+    """The service batches concurrent requests into one forward pass, and a row's output differs
+    by ~1e-7 relative between batch sizes: a retry landing in another batch was stored twice
+    (bytes differ), and its actuals counted twice. Within float32's precision it is the same
+    forecast; 1e-3 apart it is another one. A value at 0 in a series far from it compares on
+    the series' scale, not its own."""
+    log = ForecastLog(database, metrics())
+    level = np.array([1000.0, 0.0, -250.0, 12.5])
+    log.write_batch([record("s", 1, request_id="a", mean=level)])
+    log.write_batch([record("s", 1, request_id="b", mean=level * (1 + 1e-7) + [0, 3e-5, 0, 0])])
+    assert (log.health.written, log.health.duplicates) == (1, 1)
+    log.write_batch([record("s", 1, request_id="c", mean=level * (1 + 1e-3))])
+    assert (log.health.written, log.health.duplicates) == (2, 1)
+    with database.connect() as connection:
+        stored = connection.execute(select(forecasts.c.request_id).order_by(forecasts.c.id)).scalars().all()
+    assert stored == ["a", "c"]
+
+
 def test_a_key_reused_for_another_request_is_said_not_silently_dropped(database, caplog):
     log = ForecastLog(database, metrics())
     first, retry, other = record(key="k1"), record(key="k1"), record("sydney", key="k1", request_id="other")

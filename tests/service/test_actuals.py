@@ -45,3 +45,17 @@ def test_zone_aware_actuals_before_a_model_is_loaded_are_refused_naming_the_fiel
     problem = refused.value.problems[0]
     assert problem.loc == ["series", 0, "timestamps", 0] and problem.type == "no_model"
     assert "GET /readyz" in problem.msg
+
+
+def test_now_on_a_models_clock_is_its_wall_time_and_on_the_local_clock_the_latest_anywhere():
+    """Actuals later than now plus a step are refused as in the future: on a zone's clock now is
+    its wall time; on the local clock (no zone known) the latest wall time on Earth, so a value
+    already observed somewhere is never taken for the future."""
+    from datetime import UTC, datetime, timedelta
+
+    from forecaster.data.clock import now_on_clock
+
+    utc = datetime.now(UTC).replace(tzinfo=None)
+    assert abs(now_on_clock("UTC") - utc) < timedelta(minutes=1)
+    assert abs(now_on_clock("Asia/Kolkata") - utc - timedelta(hours=5, minutes=30)) < timedelta(minutes=1)
+    assert abs(now_on_clock("local") - utc - timedelta(hours=14)) < timedelta(minutes=1)

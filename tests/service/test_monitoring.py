@@ -494,6 +494,47 @@ def test_actuals_off_the_grid_or_past_every_forecast_are_a_422_naming_each_and_n
     assert between == {"stored": 1, "resolved_steps": 0}  # after the steps 01-15..18, before 01-25
 
 
+def test_actuals_in_the_future_are_a_422_naming_them(shared):
+    """Later than now on the model's clock plus a step: not observed yet (a mistyped year). A
+    series the log never forecast had no limit at all; a known one is refused as in the future
+    before it is refused as past its forecasts."""
+    client, log_url = shared
+    assert client.post("/v1/predict", json=window_request(series_id="future")).status_code == 200
+    before = stored_actuals(log_url)
+    refused = client.post("/v1/actuals", json=actual_body("future", stamps=["1990-01-15", "2100-01-15"]))
+    assert refused.status_code == 422, refused.text
+    (problem,) = refused.json()["detail"]
+    assert (problem["field"], problem["type"]) == ("series[0].timestamps[1]", "in_future")
+    assert "2100-01-15T00:00:00 of series 'future' is in the future" in problem["msg"]
+    assert stored_actuals(log_url) == before
+
+
+def test_actuals_are_checked_against_the_model_they_were_parsed_for(shared, monkeypatch):
+    """The served model was read twice, its clock before the body was parsed and its frequency
+    after: a reload in between checked values parsed on one model's clock against another's
+    grid. Read once, a model that goes away meanwhile does not change what the request is
+    checked against (here: no 503 for a model that was there when it came in)."""
+    import service.monitoring_routes as routes
+
+    client, _ = shared
+    store = client.app.state.store
+    model = store.current
+    original = routes.parse_body
+
+    async def reloading(*args, **kwargs):
+        parsed = await original(*args, **kwargs)
+        store.current = None  # a reload under the request, after its body was parsed
+        return parsed
+
+    monkeypatch.setattr(routes, "parse_body", reloading)
+    try:
+        assert client.post("/v1/predict", json=window_request(series_id="once")).status_code == 200
+        answer = client.post("/v1/actuals", json=actual_body("once"))
+    finally:
+        store.current = model
+    assert answer.status_code == 200, answer.text
+
+
 def test_many_values_off_the_grid_are_named_up_to_the_cap_and_counted(shared):
     client, log_url = shared
     assert client.post("/v1/predict", json=window_request(series_id="many-strays")).status_code == 200
