@@ -298,13 +298,15 @@ def refused(
     anchors, times = reach.anchor[where], given.time.astype("datetime64[us]")
     off = grid.off(times, anchors)
     soon = NOT_A_TIME if now is None else grid.limits(np.array([now], "datetime64[us]"), np.ones(1))[0]
-    future = ~off & (times > soon)  # NaT (no clock given) compares False
     limits = grid.limits(reach.latest, reach.horizon)[where]
-    beyond = ~off & ~future & (times > limits)  # NaT limits (no forecast) compare False
+    beyond = ~off & (times > limits)  # NaT limits (no forecast) compare False
     suspects = np.flatnonzero(off | beyond)
     if len(suspects):
         forecast = suspects[at_logged_steps(connection, given, suspects)]
         off[forecast] = beyond[forecast] = False
+    # after the exemption: a logged step excuses the grid and the reach, never the future
+    future = ~off & (times > soon)  # NaT (no clock given) compares False
+    beyond &= ~future
     positions = np.flatnonzero(off | future | beyond)
     strays = []
     for k in positions[:named].tolist():

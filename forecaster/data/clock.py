@@ -108,9 +108,10 @@ AHEAD_OF_UTC = timedelta(hours=14)
 def now_on_clock(clock: str) -> datetime:
     """The time now as a wall time on ``clock``, naive (what request timestamps are put on). On
     the local clock no zone is known: the latest wall time anywhere, so that nothing observed
-    already is taken for the future."""
+    already is taken for the future. The same on the UTC clock, which is also what a model saved
+    before clocks were kept reads its naive stamps on (``LEGACY``): those may be local wall times."""
     now = datetime.now(UTC)
-    if clock == LOCAL:
+    if clock in (LOCAL, UTC_CLOCK):
         return (now + AHEAD_OF_UTC).replace(tzinfo=None)
     zone = UTC if clock == UTC_CLOCK else ZoneInfo(clock)
     return now.astimezone(zone).replace(tzinfo=None)

@@ -469,3 +469,18 @@ def test_retention_takes_the_steps_an_expired_actual_resolved(database):
     with database.connect() as connection:
         assert connection.execute(select(func.count()).select_from(resolved_steps)).scalar_one() == 0
         assert monitor(connection, Thresholds(min_steps=1))["models"] == []
+
+
+def test_a_logged_step_of_another_model_excuses_the_grid_never_the_future(database):
+    """A value at an hourly forecast's step is off the served daily grid but scores that forecast,
+    so it is not refused as off the grid; eight days ahead of now it is still in the future."""
+    log = writer(database)
+    log.write_batch([daily_record(1)])  # the served daily model, midnights of days 1-3
+    log.write_batch([record("s", first_target=48, horizon=240, version="1")])  # hourly, days 2-12
+    now = (START + 48 * HOUR).astype(object)
+    ahead = ActualValues(["s"], np.array([START + (24 * 10 + 13) * HOUR]), np.ones(1))
+    with pytest.raises(StrayActuals) as refused:
+        store_actuals(database, ahead, frequency="D", model=("m", "2"), now=now)
+    assert [stray.kind for stray in refused.value.strays] == ["in_future"]
+    past = ActualValues(["s"], np.array([START + 49 * HOUR]), np.ones(1))  # an hourly step, not ahead
+    assert store_actuals(database, past, frequency="D", model=("m", "2"), now=now).stored == 1

@@ -153,8 +153,8 @@ def test_a_huge_actuals_body_being_parsed_does_not_hold_back_other_requests(
         service.monitoring_routes, "parse_in_worker", functools.partial(gated_parse, str(gate))
     )
     values = 20_000  # about 0.6 MB
-    hours = np.datetime64("2000-01-01T00", "h") + np.arange(values)
-    stamps = [str(t) for t in np.datetime_as_string(hours, "s")]
+    days = np.datetime64("1940-01-01", "D") + np.arange(values)  # on the daily model's grid, all past
+    stamps = [str(t) for t in np.datetime_as_string(days.astype("datetime64[s]"), "s")]
     body = {"series": [{"series_id": "huge", "timestamps": stamps, "values": [1.0] * values}]}
     log_url = f"sqlite:///{tmp_path / 'forecasts.db'}"
     with live_server(
