@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import URL, make_url
+from sqlalchemy.exc import ArgumentError
 
 PSYCOPG = "postgresql+psycopg"
 
@@ -31,3 +32,17 @@ def sqlite_file(url: str) -> Path | None:
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
     return Path(parsed.database).absolute()
+
+
+def missing_sqlite_store(url: str) -> Path | None:
+    """The file an SQLite URL names when it does not exist (None for another store, SQLite in
+    memory, an existing file, or a URL SQLAlchemy cannot read, which the caller's library names
+    itself). MLflow creates the store it is pointed at: a reader (the service, `forecast
+    compare`) checks first, so a mistyped path is named instead of left behind as an empty store."""
+    if not url.lower().startswith("sqlite:"):
+        return None
+    try:
+        path = sqlite_file(url)
+    except ArgumentError:
+        return None
+    return path if path is not None and not path.exists() else None

@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import mlflow
 from mlflow.exceptions import MlflowException
+
+from infra.database_urls import missing_sqlite_store
 
 SHARE_KEY = "forecast-compare"  # stable: the URL stays the same run after run
 TAG_PREFIX = "mlflow.sharedViewState."  # the UI's own prefix for shared views
@@ -200,10 +201,7 @@ def refresh_after_training(client: mlflow.MlflowClient, experiment_id: str) -> N
 def shared_views(tracking_uri: str) -> list[tuple[str, str]]:
     """(name, id) of every experiment with this view, for `forecast ui` to list before it starts.
     A local SQLite file that does not exist yet is not created here (the UI will)."""
-    if (
-        tracking_uri.startswith("sqlite:///")
-        and not Path(tracking_uri.removeprefix("sqlite:///").split("?")[0]).exists()
-    ):
+    if missing_sqlite_store(tracking_uri) is not None:
         return []
     experiments = mlflow.MlflowClient(tracking_uri).search_experiments()
     return [(e.name, e.experiment_id) for e in experiments if TAG_PREFIX + SHARE_KEY in e.tags]

@@ -10,10 +10,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import mlflow
-from sqlalchemy.exc import ArgumentError
 
 from forecaster.errors import ForecasterError
-from infra.database_urls import sqlite_file
+from infra.database_urls import missing_sqlite_store
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 DEFAULT_ARTIFACT_DIR = "mlartifacts"
@@ -52,13 +51,8 @@ def check_store_exists(tracking_uri: str) -> None:
     """A mistyped SQLite path would otherwise be created as an empty store by the first MLflow
     call, and the command would then say "experiment not found" or "model not found" about it,
     leaving the file behind."""
-    if not tracking_uri.lower().startswith("sqlite:"):
-        return
-    try:
-        path = sqlite_file(tracking_uri)
-    except ArgumentError:
-        return  # MLflow names a malformed URI itself
-    if path is not None and not path.exists():
+    path = missing_sqlite_store(tracking_uri)
+    if path is not None:
         raise TrackingError(
             f"the tracking store {path} does not exist (nothing was trained into it): check "
             "--tracking-uri or MLFLOW_TRACKING_URI"

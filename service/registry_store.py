@@ -7,11 +7,7 @@ a model gets there."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
+from infra.database_urls import missing_sqlite_store
 from infra.redaction import redact
 
 
@@ -19,21 +15,10 @@ class NoStoreError(LookupError):
     """The SQLite tracking store does not exist: nothing was ever trained into it."""
 
 
-def sqlite_file(tracking_uri: str) -> Path | None:
-    """The file a ``sqlite:///`` tracking URI names (None for other stores or an in-memory one)."""
-    if not tracking_uri.startswith("sqlite:"):
-        return None
-    try:
-        database = make_url(tracking_uri).database
-    except ArgumentError:
-        return None
-    return Path(database) if database and database != ":memory:" else None
-
-
 def check_store(tracking_uri: str) -> None:
     """Raises NoStoreError, without creating anything, when a SQLite store's file is missing."""
-    path = sqlite_file(tracking_uri)
-    if path is not None and not path.exists():
+    path = missing_sqlite_store(tracking_uri)
+    if path is not None:
         raise NoStoreError(f"the tracking store {path.resolve()} does not exist")
 
 
